@@ -1,0 +1,138 @@
+"""The `platform-mock` command: `serve` the mock over HTTP, or print a development `token`."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import socket
+import sys
+from collections.abc import Sequence
+
+from mock_server import __version__
+from mock_server.app import MockConfig, PlatformMock
+from mock_server.fixtures import FixtureError
+
+EXIT_BAD_FIXTURES = 2
+EXIT_CANNOT_BIND = 3
+
+
+def _world_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fixtures",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="fixture YAML file loaded after the defaults (repeatable)",
+    )
+    parser.add_argument(
+        "--no-default-fixtures",
+        action="store_true",
+        help="start from an empty world instead of the bundled default fixtures",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of ids, timestamps and data")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="platform-mock", description="Contract-driven mock of the platform's API."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve the control plane and the gateway")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=8080, help="port to bind; 0 picks a free one (default 8080)"
+    )
+    serve.add_argument(
+        "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
+    )
+    serve.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    _world_options(serve)
+
+    token = commands.add_parser("token", help="print a development token for the default user")
+    _world_options(token)
+    return parser
+
+
+def _config(args: argparse.Namespace) -> MockConfig:
+    return MockConfig(
+        seed=args.seed,
+        fixtures=args.fixtures,
+        default_fixtures=not args.no_default_fixtures,
+        gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
+    )
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    mock = PlatformMock(_config(args))
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        print(
+            f"platform-mock: cannot listen on {args.host}:{args.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return EXIT_CANNOT_BIND
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    base = f"http://{shown}:{port}"
+    gateway = f"{base}{mock.gateway_prefix}"
+    print(f"platform-mock {__version__} (seed {args.seed})")
+    print(f"  control plane: {base}/api/svc/v1")
+    print(f"  gateway:       {gateway}")
+    print(f"  API docs:      {base}/docs/  and  {gateway}/docs/")
+    print(f"  token:         {mock.auth.dev_token()}")
+    if not _is_loopback(args.host):
+        print(
+            f"  warning: listening on {args.host}, reachable from other machines", file=sys.stderr
+        )
+    print("Press Ctrl-C to stop.", flush=True)
+    config = uvicorn.Config(mock, log_level=args.log_level, lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+def token(args: argparse.Namespace) -> int:
+    print(PlatformMock(_config(args)).auth.dev_token())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return serve(args) if args.command == "serve" else token(args)
+    except FixtureError as exc:
+        print(f"platform-mock: invalid fixtures:\n{exc}", file=sys.stderr)
+        return EXIT_BAD_FIXTURES
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""Error conditions of the platform API: one class per condition, each with its status and code.
+
+Every error the mock returns, whatever raised it (the state layer, auth, request validation,
+routing), is rendered by `error_body` into the platform error body
+`{"statusCode", "message", "code", "details"}`. The table of conditions is also written into
+`spec/control-plane.yaml` (`info.description`) and the README; a test keeps the three in step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class PlatformError(Exception):
+    """Base of every error condition the mock can answer with."""
+
+    status: ClassVar[int] = 500
+    code: ClassVar[int] = 50001
+    default_message: ClassVar[str] = "Internal error"
+
+    def __init__(self, message: str | None = None, details: list[dict[str, Any]] | None = None):
+        self.message = message or self.default_message
+        self.details = details or []
+        super().__init__(self.message)
+
+    # Connexion's security layer picks the most specific failure by this attribute.
+    @property
+    def status_code(self) -> int:
+        return self.status
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.status, self.code, self.message, self.details)
+
+
+def error_body(status: int, code: int, message: str, details: list[dict[str, Any]]) -> dict:
+    return {"statusCode": status, "message": message, "code": code, "details": details}
+
+
+# 400
+class InvalidRequest(PlatformError):
+    status, code = 400, 40001
+    default_message = "Request does not conform to the API contract"
+
+
+class InvalidRoleBindingQuery(PlatformError):
+    status, code = 400, 40002
+    default_message = (
+        "Give exactly one mode: resourceType with resourceId, or subjectType with subjectId"
+    )
+
+
+class InvalidTeam(PlatformError):
+    status, code = 400, 40003
+    default_message = "teamName does not name a team the caller belongs to"
+
+
+class InvalidMetadataHeader(PlatformError):
+    status, code = 400, 40004
+    default_message = "x-platform-metadata must be a JSON object encoded as a string"
+
+
+# 401
+class MissingToken(PlatformError):
+    status, code = 401, 40101
+    default_message = "No bearer token: send 'Authorization: Bearer <token>'"
+
+
+class MalformedToken(PlatformError):
+    status, code = 401, 40102
+    default_message = "Bearer token is not a well-formed JWT"
+
+
+class ExpiredToken(PlatformError):
+    status, code = 401, 40103
+    default_message = "Bearer token is expired or not yet valid"
+
+
+class BadTokenSignature(PlatformError):
+    status, code = 401, 40104
+    default_message = "Bearer token signature or algorithm is not accepted"
+
+
+class UnknownTokenSubject(PlatformError):
+    status, code = 401, 40105
+    default_message = "Bearer token names no known subject, or has been revoked"
+
+
+# 403
+class PermissionDenied(PlatformError):
+    status, code = 403, 40301
+    default_message = "Caller lacks the grant for this operation"
+
+
+# 404
+class RouteNotFound(PlatformError):
+    status, code = 404, 40401
+    default_message = "No route for this path"
+
+
+class RoleBindingTargetNotFound(PlatformError):
+    status, code = 404, 40402
+    default_message = "Resource or subject not found"
+
+
+class MlRepoNotFound(PlatformError):
+    status, code = 404, 40403
+    default_message = "ML repo not found"
+
+
+class ArtifactVersionNotFound(PlatformError):
+    status, code = 404, 40404
+    default_message = "Artifact version not found"
+
+
+class SecretGroupNotFound(PlatformError):
+    status, code = 404, 40405
+    default_message = "Secret group not found"
+
+
+class JobNotFound(PlatformError):
+    status, code = 404, 40406
+    default_message = "Job not found"
+
+
+class ModelResponseNotFound(PlatformError):
+    status, code = 404, 40407
+    default_message = "Model response not found"
+
+
+# 405
+class MethodNotAllowed(PlatformError):
+    status, code = 405, 40501
+    default_message = "Method not allowed on this path"
+
+
+# 409
+class TagInUse(PlatformError):
+    status, code = 409, 40901
+    default_message = "Tag is already on another version of this artifact; use force to move it"
+
+
+class ArtifactVersionExists(PlatformError):
+    status, code = 409, 40902
+    default_message = "This version of the artifact already exists"
+
+
+# 413, 415
+class PayloadTooLarge(PlatformError):
+    status, code = 413, 41301
+    default_message = "Request body is larger than 1 MiB"
+
+
+class UnsupportedMediaType(PlatformError):
+    status, code = 415, 41501
+    default_message = "Request body must be sent as Content-Type: application/json"
+
+
+# 422, 424
+class NotAJob(PlatformError):
+    status, code = 422, 42201
+    default_message = "This application is not a job"
+
+
+class SecretIntegrationUnavailable(PlatformError):
+    status, code = 424, 42401
+    default_message = (
+        "The secret integration of this group is faulty or unavailable; "
+        "retry with forceDelete=true to delete anyway"
+    )
+
+
+# 500
+class MockFailure(PlatformError):
+    status, code = 500, 50001
+    default_message = "The mock failed; this is a bug in the mock"
+
+
+def error_classes() -> list[type[PlatformError]]:
+    """Every condition, in the order of the table in the spec."""
+    return sorted(PlatformError.__subclasses__(), key=lambda cls: cls.code)

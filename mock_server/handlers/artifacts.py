@@ -1,0 +1,21 @@
+"""Handlers of operations 3 and 4: stage an artifact version, apply tags to it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mock_server.handlers.context import caller, store
+
+
+def stage_version(body: dict[str, Any], token_info: dict[str, Any]) -> dict[str, str]:
+    return store().artifacts.stage(caller(token_info), body["manifest"])
+
+
+def apply_tags(body: dict[str, Any], token_info: dict[str, Any]) -> dict:
+    store().artifacts.apply_tags(
+        caller(token_info),
+        body["artifact_version_id"],
+        body["tags"],
+        force=body.get("force", False),
+    )
+    return {}

@@ -1,0 +1,20 @@
+"""Handlers of operations 2 and 6: deployments behind secrets, and deleting a secret group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mock_server.handlers.context import caller, store
+
+
+def list_deployments(
+    body: dict[str, Any], token_info: dict[str, Any], limit: int = 100, offset: int = 0
+) -> dict[str, Any]:
+    return store().deployments.active_for_secrets(
+        caller(token_info), body["secretIds"], limit=limit, offset=offset
+    )
+
+
+def delete_group(id_: str, token_info: dict[str, Any], force_delete: bool = False) -> dict:
+    store().secrets.delete_group(caller(token_info), id_, force_delete=force_delete)
+    return {}

@@ -1,0 +1,108 @@
+"""ML repos, artifacts and their versions: staging a version (op. 3) and tagging it (op. 4)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mock_server import errors
+from mock_server.state.entities import Artifact, ArtifactVersion, Caller, MlRepo
+from mock_server.state.store import Area, locked
+
+
+class Artifacts(Area):
+    """Artifacts live in ML repos; a tag names at most one version of an artifact."""
+
+    @locked
+    def add_ml_repo(
+        self, name: str, *, storage_root: str | None = None, repo_id: str | None = None
+    ) -> MlRepo:
+        resource = self.store.identity.add_resource("mlf-project", name, resource_id=repo_id)
+        tenant = self.store.identity.tenant.name
+        repo = MlRepo(resource, storage_root or f"s3://platform-{tenant}-artifacts/{name}")
+        self.world.ml_repos[name] = repo
+        return repo
+
+    def version(self, version_id: str) -> ArtifactVersion | None:
+        return self.world.artifact_versions.get(version_id)
+
+    def _find_artifact(self, repo: MlRepo, type_: str, name: str) -> Artifact | None:
+        for artifact in self.world.artifacts.values():
+            if (artifact.ml_repo_id, artifact.type, artifact.name) == (
+                repo.resource.id,
+                type_,
+                name,
+            ):
+                return artifact
+        return None
+
+    @locked
+    def stage(self, caller: Caller, manifest: dict[str, Any]) -> dict[str, str]:
+        """Stage a new version for upload, creating the artifact on first use."""
+        repo = self.world.ml_repos.get(manifest["ml_repo"])
+        if repo is None:
+            raise errors.MlRepoNotFound(f"No ML repo named {manifest['ml_repo']!r}")
+        self.store.identity.require(caller, "write", repo.resource)
+        type_, name = manifest["type"], manifest["name"]
+        artifact = self._find_artifact(repo, type_, name)
+        taken = artifact.versions if artifact else {}
+        number = manifest.get("version") or max(taken, default=0) + 1
+        if number in taken:
+            raise errors.ArtifactVersionExists(f"{type_} {name} already has version {number}")
+        # Every check has passed: from here on the change is applied whole.
+        self.store.tick()
+        if artifact is None:
+            artifact = Artifact(
+                id=self.sources.new_id("artifact"),
+                ml_repo_id=repo.resource.id,
+                name=name,
+                type=type_,
+                fqn=f"{type_.removesuffix('-version')}:{repo.resource.fqn}/{name}",
+            )
+            self.world.artifacts[artifact.id] = artifact
+        version = ArtifactVersion(
+            id=self.sources.new_id("artifact-version"),
+            artifact_id=artifact.id,
+            version=number,
+            fqn=f"{artifact.fqn}:{number}",
+            storage_root=f"{repo.storage_root}/{name}/{number}/",
+            manifest={**copy.deepcopy(manifest), "version": number},
+            created_at=self.sources.clock.now(),
+        )
+        artifact.versions[number] = version.id
+        self.world.artifact_versions[version.id] = version
+        return {"id": version.id, "storage_root": version.storage_root, "artifact_id": artifact.id}
+
+    @locked
+    def apply_tags(self, caller: Caller, version_id: str, tags: list[str], *, force: bool) -> None:
+        """Add tags to a version; a tag held by a sibling version moves only with `force`."""
+        version = self.world.artifact_versions.get(version_id)
+        if version is None:
+            raise errors.ArtifactVersionNotFound(f"No artifact version with id {version_id!r}")
+        artifact = self.world.artifacts[version.artifact_id]
+        repo_resource = self.store.identity.world.resources[("mlf-project", artifact.ml_repo_id)]
+        self.store.identity.require(caller, "write", repo_resource)
+        wanted = list(dict.fromkeys(tags))
+        holders: dict[str, ArtifactVersion] = {}
+        for sibling_id in artifact.versions.values():
+            sibling = self.world.artifact_versions[sibling_id]
+            if sibling.id != version.id:
+                holders.update({tag: sibling for tag in sibling.tags if tag in wanted})
+        if holders and not force:
+            raise errors.TagInUse(
+                f"{len(holders)} tag(s) already on another version of {artifact.name}; "
+                "use force to move them",
+                details=[
+                    {
+                        "location": "body",
+                        "field": "tags",
+                        "tag": tag,
+                        "message": f"tag {tag!r} is on version {holder.version} ({holder.id})",
+                    }
+                    for tag, holder in holders.items()
+                ],
+            )
+        self.store.tick()
+        for tag, holder in holders.items():
+            holder.tags.remove(tag)
+        version.tags.extend(tag for tag in wanted if tag not in version.tags)

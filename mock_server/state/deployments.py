@@ -1,0 +1,120 @@
+"""Applications and their deployments, and the active deployments behind a set of secrets (op. 2).
+
+A deployment is associated with a secret when its manifest references the secret's fqn: a
+mount's `secret_fqn`, a build secret's value, or an `env` value (plain fqn or
+`platform-secret://<fqn>`). It is active when it is its application's active version.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from mock_server.state.entities import Application, Caller, Deployment, Subject
+from mock_server.state.secrets import SECRET_REFERENCE_SCHEME
+from mock_server.state.store import Area, locked
+
+
+def referenced_secrets(manifest: dict[str, Any]) -> frozenset[str]:
+    """The secret fqns a deployment manifest refers to."""
+
+    def candidates() -> Iterator[Any]:
+        for mount in manifest.get("mounts") or []:
+            yield mount.get("secret_fqn")
+        build_spec = (manifest.get("image") or {}).get("build_spec") or {}
+        for build_secret in build_spec.get("build_secrets") or []:
+            yield build_secret.get("value")
+        env = manifest.get("env")
+        if isinstance(env, dict):
+            yield from env.values()
+        elif isinstance(env, list):
+            yield from (item.get("value") for item in env if isinstance(item, dict))
+
+    return frozenset(
+        value.removeprefix(SECRET_REFERENCE_SCHEME)
+        for value in candidates()
+        if isinstance(value, str) and value
+    )
+
+
+class Deployments(Area):
+    """Job and service applications with their versioned deployments."""
+
+    @locked
+    def add_application(
+        self,
+        name: str,
+        *,
+        type_: str,
+        workspace_name: str,
+        created_by: Subject,
+        application_id: str | None = None,
+    ) -> Application:
+        workspace = self.store.identity.resource_named("workspace", workspace_name)
+        if any(
+            a.name == name and a.workspace_id == workspace.id
+            for a in self.world.applications.values()
+        ):
+            raise ValueError(f"application {name!r} already exists in workspace {workspace_name!r}")
+        application = Application(
+            id=application_id or self.sources.new_id("app"),
+            name=name,
+            type=type_,
+            fqn=f"{workspace.fqn}:{name}",
+            workspace_id=workspace.id,
+            application_set_id=self.sources.new_id("appset"),
+            created_by=created_by,
+        )
+        self.world.applications[application.id] = application
+        self.world.job_runs[application.id] = []
+        return application
+
+    @locked
+    def add_deployment(
+        self, application: Application, manifest: dict[str, Any], *, activate: bool = True
+    ) -> Deployment:
+        version = max(application.deployment_ids, default=0) + 1
+        manifest = {"name": application.name, "type": application.type, **copy.deepcopy(manifest)}
+        deployment = Deployment(
+            id=self.sources.new_id("deployment"),
+            application_id=application.id,
+            version=version,
+            fqn=f"{application.fqn}:{version}",
+            manifest=manifest,
+            created_by=application.created_by,
+            created_at=self.sources.clock.now(),
+            status_id=self.sources.new_id("deployment-status"),
+            secret_fqns=referenced_secrets(manifest),
+        )
+        self.world.deployments[deployment.id] = deployment
+        application.deployment_ids[version] = deployment.id
+        if activate:
+            application.active_version = version
+        self.store.tick()
+        return deployment
+
+    def application_named(self, name: str) -> Application:
+        for application in self.world.applications.values():
+            if application.name == name:
+                return application
+        raise ValueError(f"no application named {name!r}")
+
+    @locked
+    def active_for_secrets(
+        self, caller: Caller, secret_ids: list[str], *, limit: int, offset: int
+    ) -> dict[str, Any]:
+        """One page of the active deployments that reference any readable given secret."""
+        fqns = self.store.secrets.readable_secret_fqns(caller, secret_ids)
+        matches = [
+            deployment
+            for deployment in self.world.deployments.values()
+            if deployment.secret_fqns & fqns
+            and self.world.applications[deployment.application_id].active_version
+            == deployment.version
+        ]
+        page = matches[offset : offset + limit]
+        return {
+            "data": [d.to_api(self.world.applications[d.application_id]) for d in page],
+            "pagination": {"total": len(matches), "offset": offset, "limit": limit},
+        }

@@ -1,0 +1,105 @@
+"""Stored model responses of the gateway (operation 8), shaped as OpenAI Responses API objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mock_server import errors
+from mock_server.state.store import Area, locked
+
+RESPONSE_STATUSES = ("completed", "failed", "in_progress", "incomplete", "queued", "cancelled")
+
+
+class Gateway(Area):
+    """Model responses by id."""
+
+    @locked
+    def add_response(
+        self,
+        *,
+        response_id: str | None = None,
+        model: str = "gpt-4o-mini",
+        provider: str = "openai",
+        status: str = "completed",
+        text: str | None = None,
+        instructions: str | None = None,
+        user: str | None = None,
+        metadata: dict[str, str] | None = None,
+        max_output_tokens: int | None = None,
+        temperature: float = 1.0,
+        previous_response_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a response; what is not given is filled in realistically from the seed."""
+        if status not in RESPONSE_STATUSES:
+            raise ValueError(f"unknown response status {status!r}")
+        faker, rng = self.sources.faker, self.sources.random
+        response_id = response_id or f"resp_{self.sources.hex(32)}"
+        if response_id in self.world.model_responses:
+            raise ValueError(f"model response {response_id!r} already exists")
+        has_output = status in ("completed", "incomplete")
+        text = text if text is not None else (faker.paragraph(nb_sentences=3) if has_output else "")
+        input_tokens = rng.randint(12, 400)
+        output_tokens = max(1, round(len(text.split()) * 1.3)) if has_output else 0
+        if status == "incomplete" and max_output_tokens is None:
+            max_output_tokens = output_tokens
+        output = (
+            [
+                {
+                    "id": f"msg_{self.sources.hex(32)}",
+                    "type": "message",
+                    "status": "completed" if status == "completed" else "incomplete",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "annotations": [], "text": text}],
+                }
+            ]
+            if has_output
+            else []
+        )
+        response = {
+            "id": response_id,
+            "object": "response",
+            "created_at": int(self.sources.clock.now().timestamp()),
+            "status": status,
+            "error": (
+                {"code": "server_error", "message": "The model provider failed to answer"}
+                if status == "failed"
+                else None
+            ),
+            "incomplete_details": {"reason": "max_output_tokens"}
+            if status == "incomplete"
+            else None,
+            "instructions": instructions,
+            "max_output_tokens": max_output_tokens,
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "previous_response_id": previous_response_id,
+            "reasoning": {"effort": None, "summary": None},
+            "service_tier": "default",
+            "store": True,
+            "temperature": temperature,
+            "text": {"format": {"type": "text"}},
+            "tool_choice": "auto",
+            "tools": [],
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": {
+                "input_tokens": input_tokens,
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens": output_tokens,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": input_tokens + output_tokens,
+            },
+            "user": user,
+            "metadata": metadata or {},
+            "provider": provider,
+        }
+        self.world.model_responses[response_id] = response
+        return response
+
+    @locked
+    def response(self, response_id: str) -> dict[str, Any]:
+        response = self.world.model_responses.get(response_id)
+        if response is None:
+            raise errors.ModelResponseNotFound(f"No model response with id {response_id!r}")
+        return response

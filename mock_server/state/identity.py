@@ -1,0 +1,297 @@
+"""Subjects, resources, grants and access checks, and the role-binding manifests derived from them.
+
+Access model of the mock: a caller holds its own grants and those of every team it belongs to.
+A role ending in `-admin` allows read, write and delete on its resource; `-editor` read and
+write; `-viewer` read. `tenant-admin` on the tenant allows everything everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from typing import Any
+
+from mock_server import errors
+from mock_server.state.entities import Caller, Grant, Resource, Subject
+from mock_server.state.store import Area, locked
+
+RESOURCE_TYPES = (
+    "cluster",
+    "workspace",
+    "secret-group",
+    "tenant",
+    "mlf-project",
+    "repository",
+    "provider-integration",
+    "provider-account",
+    "tracing-project",
+    "agent",
+    "agent-app",
+    "mcp-server",
+)
+ROLE_ACTIONS = {
+    "admin": frozenset({"read", "write", "delete"}),
+    "editor": frozenset({"read", "write"}),
+    "viewer": frozenset({"read"}),
+}
+TENANT_ADMIN = "tenant-admin"
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{1,64}[a-z0-9]$")
+
+
+def role_actions(role: str) -> frozenset[str]:
+    return ROLE_ACTIONS.get(role.rsplit("-", 1)[-1], frozenset())
+
+
+def manifest_name(*parts: str) -> str:
+    """A role-binding name from its parts that always matches the contract's pattern.
+
+    Lower-cased, every other character turned into `-`, and cut to length with a short hash
+    of the full name so two long names never collide.
+    """
+    full = "-".join(parts).lower()
+    name = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", full)).strip("-")
+    if not name or not name[0].isalpha():
+        name = f"rb-{name}".rstrip("-")
+    if len(name) > 66 or name != full:
+        digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+        name = f"{name[: 66 - 9].rstrip('-')}-{digest}"
+    return name if len(name) >= 3 else f"{name}-rb"
+
+
+class Identity(Area):
+    """Subjects, resources and grants of the tenant."""
+
+    # -- building the world (fixtures) ---------------------------------------------------
+    @locked
+    def set_tenant(self, name: str) -> Resource:
+        tenant = Resource("tenant", self.sources.new_id("tenant"), name, name)
+        self.world.tenant = tenant
+        self.world.resources[("tenant", tenant.id)] = tenant
+        return tenant
+
+    @property
+    def tenant(self) -> Resource:
+        if self.world.tenant is None:
+            raise errors.MockFailure("The fixtures define no tenant")
+        return self.world.tenant
+
+    @locked
+    def add_subject(
+        self,
+        type_: str,
+        name: str,
+        *,
+        slug: str | None = None,
+        display_name: str | None = None,
+        subject_id: str | None = None,
+        members: list[str] | None = None,
+    ) -> Subject:
+        if type_ not in ("user", "team", "virtualaccount", "agent"):
+            raise ValueError(f"unknown subject type {type_!r}")
+        if self.find_subject(type_, name) is not None:
+            raise ValueError(f"{type_} {name!r} already exists")
+        slug = slug or re.sub(r"[^a-z0-9-]", "-", name.split("@")[0].lower())
+        subject = Subject(
+            type=type_,
+            id=subject_id or self.sources.new_id(type_),
+            name=name,
+            slug=slug,
+            display_name=display_name or name,
+            members=[self.subject_named("user", m).id for m in members or []],
+        )
+        self.world.subjects[(type_, subject.id)] = subject
+        if type_ == "agent":
+            # Agents are also resources that grants can name.
+            self.add_resource("agent", name, resource_id=subject.id)
+        return subject
+
+    def find_subject(self, type_: str, name: str) -> Subject | None:
+        return next(
+            (s for s in self.world.subjects.values() if s.type == type_ and s.name == name), None
+        )
+
+    def subject_named(self, type_: str, name: str) -> Subject:
+        subject = self.find_subject(type_, name)
+        if subject is None:
+            raise ValueError(f"no {type_} named {name!r}")
+        return subject
+
+    def default_user(self) -> Subject:
+        """The user that development tokens name: the first user of the fixtures."""
+        for subject in self.world.subjects.values():
+            if subject.type == "user":
+                return subject
+        raise errors.MockFailure("The fixtures define no user")
+
+    def subject(self, type_: str, subject_id: str) -> Subject | None:
+        return self.world.subjects.get((type_, subject_id))
+
+    @locked
+    def add_resource(
+        self, type_: str, name: str, *, fqn: str | None = None, resource_id: str | None = None
+    ) -> Resource:
+        if type_ not in RESOURCE_TYPES:
+            raise ValueError(f"unknown resource type {type_!r}")
+        if self.find_resource(type_, name) is not None:
+            raise ValueError(f"{type_} {name!r} already exists")
+        resource = Resource(
+            type_,
+            resource_id or self.sources.new_id(type_),
+            name,
+            fqn or f"{self.tenant.name}:{name}",
+        )
+        self.world.resources[(type_, resource.id)] = resource
+        return resource
+
+    def find_resource(self, type_: str, name: str) -> Resource | None:
+        return next(
+            (r for r in self.world.resources.values() if r.type == type_ and r.name == name), None
+        )
+
+    def resource_named(self, type_: str, name: str) -> Resource:
+        resource = self.find_resource(type_, name)
+        if resource is None:
+            raise ValueError(f"no {type_} named {name!r}")
+        return resource
+
+    @locked
+    def add_grant(self, subject: Subject, role: str, resource: Resource) -> Grant:
+        grant = Grant(subject.type, subject.id, role, resource.type, resource.id)
+        if grant not in self.world.grants:
+            self.world.grants.append(grant)
+        return grant
+
+    def remove_resource(self, resource: Resource) -> None:
+        """Forget a resource and every grant on it (the caller holds the lock)."""
+        self.world.resources.pop((resource.type, resource.id), None)
+        self.world.grants = [
+            g
+            for g in self.world.grants
+            if (g.resource_type, g.resource_id) != (resource.type, resource.id)
+        ]
+
+    # -- callers and access --------------------------------------------------------------
+    @locked
+    def caller(self, subject_type: str, subject_id: str) -> Caller | None:
+        """The caller a token names, or None when no such subject exists."""
+        subject = self.subject(subject_type, subject_id)
+        return None if subject is None else Caller(subject.type, subject.id, subject.slug)
+
+    def caller_subject(self, caller: Caller) -> Subject:
+        subject = self.subject(caller.subject_type, caller.subject_id)
+        if subject is None:
+            raise errors.UnknownTokenSubject()
+        return subject
+
+    def teams_of(self, user_id: str) -> list[Subject]:
+        return [
+            s for s in self.world.subjects.values() if s.type == "team" and user_id in s.members
+        ]
+
+    def _holders(self, caller: Caller) -> set[tuple[str, str]]:
+        holders = {(caller.subject_type, caller.subject_id)}
+        if caller.subject_type == "user":
+            holders |= {("team", team.id) for team in self.teams_of(caller.subject_id)}
+        return holders
+
+    def allowed(self, caller: Caller, action: str, *resources: Resource) -> bool:
+        """Whether the caller may do `action` on the first resource (or one it belongs to)."""
+        holders = self._holders(caller)
+        targets = {(r.type, r.id) for r in resources}
+        tenant = ("tenant", self.tenant.id)
+        for grant in self.world.grants:
+            if (grant.subject_type, grant.subject_id) not in holders:
+                continue
+            on = (grant.resource_type, grant.resource_id)
+            if (on == tenant and grant.role == TENANT_ADMIN) or (
+                on in targets and action in role_actions(grant.role)
+            ):
+                return True
+        return False
+
+    def require(self, caller: Caller, action: str, *resources: Resource) -> None:
+        if not self.allowed(caller, action, *resources):
+            raise errors.PermissionDenied(
+                f"Caller {caller.slug} may not {action} {resources[0].type} {resources[0].name}"
+            )
+
+    # -- operation 1: role-binding manifests ---------------------------------------------
+    @locked
+    def role_binding_manifests(
+        self,
+        *,
+        resource_type: str | None,
+        resource_id: str | None,
+        subject_type: str | None,
+        subject_id: str | None,
+        include_only_tenant_roles: bool,
+    ) -> list[dict[str, Any]]:
+        """One manifest per role, from the grants held on a resource or by a subject."""
+        by_resource = resource_type is not None or resource_id is not None
+        by_subject = subject_type is not None or subject_id is not None
+        if by_resource == by_subject:
+            raise errors.InvalidRoleBindingQuery(
+                "Give exactly one mode: resourceType with resourceId, "
+                "or subjectType with subjectId, not " + ("both" if by_resource else "neither")
+            )
+        if by_resource:
+            if resource_type is None or resource_id is None:
+                raise errors.InvalidRoleBindingQuery(
+                    "resourceType and resourceId must be given together"
+                )
+            return self._manifests_for_resource(resource_type, resource_id)
+        if subject_type is None or subject_id is None:
+            raise errors.InvalidRoleBindingQuery("subjectType and subjectId must be given together")
+        return self._manifests_for_subject(subject_type, subject_id, include_only_tenant_roles)
+
+    def _manifests_for_resource(self, resource_type: str, resource_id: str) -> list[dict]:
+        resource = self.world.resources.get((resource_type, resource_id))
+        if resource is None:
+            raise errors.RoleBindingTargetNotFound(f"No {resource_type} with id {resource_id!r}")
+        subjects_by_role: dict[str, list[Subject]] = defaultdict(list)
+        for grant in self.world.grants:
+            if (grant.resource_type, grant.resource_id) == (resource.type, resource.id):
+                subject = self.subject(grant.subject_type, grant.subject_id)
+                if subject is not None:
+                    subjects_by_role[grant.role].append(subject)
+        return [
+            {
+                "type": "role-binding",
+                "name": manifest_name(resource.type, resource.name, role),
+                "subjects": [{"type": s.type, "name": s.name} for s in subjects],
+                "permissions": [
+                    {"resourceType": resource.type, "resourceFqn": resource.fqn, "role": role}
+                ],
+            }
+            for role, subjects in sorted(subjects_by_role.items())
+        ]
+
+    def _manifests_for_subject(
+        self, subject_type: str, subject_id: str, only_tenant: bool
+    ) -> list[dict]:
+        subject = self.subject(subject_type, subject_id)
+        if subject is None:
+            raise errors.RoleBindingTargetNotFound(f"No {subject_type} with id {subject_id!r}")
+        only_tenant = only_tenant and subject.type in ("user", "team")
+        resources_by_role: dict[str, list[Resource]] = defaultdict(list)
+        for grant in self.world.grants:
+            if (grant.subject_type, grant.subject_id) != (subject.type, subject.id):
+                continue
+            if only_tenant and grant.resource_type != "tenant":
+                continue
+            resource = self.world.resources.get((grant.resource_type, grant.resource_id))
+            if resource is not None:
+                resources_by_role[grant.role].append(resource)
+        return [
+            {
+                "type": "role-binding",
+                "name": manifest_name(subject.type, subject.slug, role),
+                "subjects": [{"type": subject.type, "name": subject.name}],
+                "permissions": [
+                    {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
+                    for r in sorted(resources, key=lambda r: (r.type, r.fqn))
+                ],
+            }
+            for role, resources in sorted(resources_by_role.items())
+        ]

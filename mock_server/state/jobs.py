@@ -1,0 +1,164 @@
+"""Job runs: recording them, generating realistic ones, and listing them (operation 7).
+
+Times are epoch milliseconds; `duration` is `endTime - createdAt` once a run has ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from mock_server import errors
+from mock_server.state.entities import Application, Caller, JobRun, Subject
+from mock_server.state.sources import epoch_ms
+from mock_server.state.store import Area, locked
+
+RUN_STATUSES = (
+    "CREATED",
+    "SCHEDULED",
+    "RUNNING",
+    "FINISHED",
+    "FAILED",
+    "TERMINATION_REQUESTED",
+    "TERMINATING",
+    "TERMINATED",
+    "UNKNOWN",
+)
+ENDED = frozenset({"FINISHED", "FAILED", "TERMINATED"})
+STATUS_ORDER = {status: index for index, status in enumerate(RUN_STATUSES)}
+
+# Sort keys of the contract; a run with no duration yet sorts before every run that has one.
+SORT_KEYS: dict[str, Callable[[JobRun], Any]] = {
+    "startTime": lambda run: run.created_at_ms,
+    "duration": lambda run: -1 if run.duration_ms is None else run.duration_ms,
+    "deploymentVersion": lambda run: run.deployment_version,
+    "triggeredBy": lambda run: run.triggered_by.slug,
+    "status": lambda run: STATUS_ORDER[run.status],
+}
+
+
+class Jobs(Area):
+    """Runs of job applications."""
+
+    @locked
+    def add_run(
+        self,
+        application: Application,
+        *,
+        status: str,
+        created_at: datetime,
+        seconds: float | None = None,
+        triggered_by: Subject,
+        deployment_version: int | None = None,
+        name: str | None = None,
+        command: str | None = None,
+        total_retries: int = 0,
+        exit_code: int | None = None,
+        error: str | None = None,
+        run_id: str | None = None,
+    ) -> JobRun:
+        if status not in STATUS_ORDER:
+            raise ValueError(f"unknown run status {status!r}")
+        if (seconds is None) == (status in ENDED):
+            raise ValueError(f"a {status} run {'needs' if status in ENDED else 'has no'} duration")
+        version = deployment_version or application.active_version
+        if version not in application.deployment_ids:
+            raise ValueError(f"{application.name} has no deployment version {version}")
+        deployment = self.world.deployments[application.deployment_ids[version]]
+        start = epoch_ms(created_at)
+        run = JobRun(
+            id=run_id or self.sources.new_id("run"),
+            name=name or f"{application.name}-{self.sources.faker.unique.lexify('?????').lower()}",
+            application=application,
+            deployment_id=deployment.id,
+            deployment_version=version,
+            command=command or deployment.manifest.get("command", f"python {application.name}.py"),
+            status=status,
+            created_at_ms=start,
+            end_time_ms=None if seconds is None else start + int(seconds * 1000),
+            total_retries=total_retries,
+            exit_code=exit_code if exit_code is not None else _exit_code(status),
+            error=error if error is not None else _error(status),
+            triggered_by=triggered_by,
+            tenant_name=self.store.identity.tenant.name,
+        )
+        self.world.job_runs[application.id].append(run)
+        return run
+
+    @locked
+    def generate_runs(self, application: Application, count: int) -> None:
+        """Add `count` realistic runs: statuses spread over all nine, times and subjects
+        consistent (a run ends after it starts; triggering users exist)."""
+        rng = self.sources.random
+        users = [s for s in self.world.subjects.values() if s.type == "user"]
+        versions = sorted(application.deployment_ids)
+        start = self.sources.clock.now() - timedelta(days=30)
+        for _ in range(count):
+            status = rng.choice(RUN_STATUSES)
+            start += timedelta(seconds=rng.randint(30, 3600))
+            self.add_run(
+                application,
+                status=status,
+                created_at=start,
+                seconds=rng.randint(5, 7200) if status in ENDED else None,
+                triggered_by=rng.choice(users),
+                deployment_version=rng.choice(versions),
+                total_retries=rng.randint(0, 3),
+            )
+
+    @locked
+    def list_runs(
+        self,
+        caller: Caller,
+        job_id: str,
+        *,
+        limit: int,
+        offset: int,
+        search_prefix: str | None,
+        sort_by: str,
+        order: str,
+        triggered_by: list[str] | None,
+        status: list[str] | None,
+        version_numbers: list[float] | None,
+    ) -> dict[str, Any]:
+        """One page of a job's runs: filters combine with AND, values of one filter with OR."""
+        application = self.world.applications.get(job_id)
+        if application is None:
+            raise errors.JobNotFound(f"No job with id {job_id!r}")
+        if application.type != "job":
+            raise errors.NotAJob(
+                f"Application {application.name} is a {application.type}, not a job"
+            )
+        workspace = self.world.resources[("workspace", application.workspace_id)]
+        self.store.identity.require(caller, "read", workspace)
+        runs = self.world.job_runs[application.id]
+        if search_prefix:
+            runs = [
+                r
+                for r in runs
+                if r.name.startswith(search_prefix) or r.id.startswith(search_prefix)
+            ]
+        if triggered_by:
+            slugs = set(triggered_by)
+            runs = [r for r in runs if r.triggered_by.slug in slugs]
+        if status:
+            statuses = set(status)
+            runs = [r for r in runs if r.status in statuses]
+        if version_numbers:
+            versions = set(version_numbers)
+            runs = [r for r in runs if r.deployment_version in versions]
+        key = SORT_KEYS[sort_by]
+        ordered = sorted(runs, key=lambda run: (key(run), run.id), reverse=order == "desc")
+        return {
+            "data": [run.to_api() for run in ordered[offset : offset + limit]],
+            "pagination": {"total": len(ordered), "offset": offset, "limit": limit},
+        }
+
+
+def _exit_code(status: str) -> int | None:
+    return {"FINISHED": 0, "FAILED": 1, "TERMINATED": 143}.get(status)
+
+
+def _error(status: str) -> str | None:
+    return {"FAILED": "Process exited with code 1"}.get(status)

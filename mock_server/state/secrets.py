@@ -1,0 +1,78 @@
+"""Secret groups, their secrets and secret versions, and deleting a group (operation 6)."""
+
+from __future__ import annotations
+
+from mock_server import errors
+from mock_server.state.entities import Caller, Secret, SecretGroup, SecretVersion
+from mock_server.state.store import Area, locked
+
+SECRET_REFERENCE_SCHEME = "platform-secret://"
+
+
+class Secrets(Area):
+    """Secret groups of the tenant, each backed by a secret integration that may be faulty."""
+
+    @locked
+    def add_group(
+        self,
+        name: str,
+        *,
+        integration_fqn: str,
+        integration_healthy: bool = True,
+        group_id: str | None = None,
+    ) -> SecretGroup:
+        resource = self.store.identity.add_resource("secret-group", name, resource_id=group_id)
+        group = SecretGroup(resource, integration_fqn, integration_healthy)
+        self.world.secret_groups[resource.id] = group
+        return group
+
+    @locked
+    def add_secret(
+        self, group: SecretGroup, key: str, values: list[str], *, secret_id: str | None = None
+    ) -> Secret:
+        if any(s.key == key for s in group.secrets.values()):
+            raise ValueError(f"secret {key!r} already exists in group {group.resource.name!r}")
+        secret = Secret(
+            id=secret_id or self.sources.new_id("secret"),
+            key=key,
+            fqn=f"{group.resource.fqn}:{key}",
+            group_id=group.resource.id,
+        )
+        for number, value in enumerate(values, start=1):
+            secret.versions.append(
+                SecretVersion(
+                    self.sources.new_id("secret-version"), number, value, self.sources.clock.now()
+                )
+            )
+        group.secrets[secret.id] = secret
+        return secret
+
+    def group_named(self, name: str) -> SecretGroup:
+        resource = self.store.identity.resource_named("secret-group", name)
+        return self.world.secret_groups[resource.id]
+
+    def readable_secret_fqns(self, caller: Caller, secret_ids: list[str]) -> set[str]:
+        """Fqns of the given secrets that exist and that the caller may read."""
+        wanted = set(secret_ids)
+        fqns: set[str] = set()
+        for group in self.world.secret_groups.values():
+            found = [s for sid, s in group.secrets.items() if sid in wanted]
+            if found and self.store.identity.allowed(caller, "read", group.resource):
+                fqns.update(s.fqn for s in found)
+        return fqns
+
+    @locked
+    def delete_group(self, caller: Caller, group_id: str, *, force_delete: bool) -> None:
+        """Delete a group with all its secrets and versions, at once or not at all."""
+        group = self.world.secret_groups.get(group_id)
+        if group is None:
+            raise errors.SecretGroupNotFound(f"No secret group with id {group_id!r}")
+        self.store.identity.require(caller, "delete", group.resource)
+        if not group.integration_healthy and not force_delete:
+            raise errors.SecretIntegrationUnavailable(
+                f"Secret integration {group.integration_fqn} of group {group.resource.name} "
+                "is faulty or unavailable; retry with forceDelete=true to delete anyway"
+            )
+        del self.world.secret_groups[group_id]
+        self.store.identity.remove_resource(group.resource)
+        self.store.tick()

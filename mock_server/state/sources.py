@@ -1,0 +1,63 @@
+"""The store's only sources of time, identifiers and randomness, all driven by one seed.
+
+Nothing in the state layer calls `uuid4()`, `random` or `datetime.now()` directly: with the same
+seed and the same request sequence, every id and timestamp comes out the same, byte for byte.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from faker import Faker
+
+DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Clock:
+    """A virtual UTC clock: starts at a fixed instant and moves only when told to.
+
+    The store advances it by one second per state change, so two changes never share a
+    timestamp and a replayed request sequence reproduces the same timestamps.
+    """
+
+    def __init__(self, start: datetime = DEFAULT_EPOCH):
+        self._now = start
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, seconds: float = 1.0) -> datetime:
+        self._now += timedelta(seconds=seconds)
+        return self._now
+
+
+class Sources:
+    """Seeded id source, Faker and random generator of one store."""
+
+    def __init__(self, seed: int, epoch: datetime = DEFAULT_EPOCH):
+        self.seed = seed
+        self.clock = Clock(epoch)
+        self.random = random.Random(seed)
+        self.faker = Faker("en_US")
+        self.faker.seed_instance(seed)
+
+    def new_id(self, prefix: str) -> str:
+        """A fresh id like `job-run-3f2a9c1b7d4e6f80`: prefix, then 16 seeded hex digits."""
+        return f"{prefix}-{self.random.getrandbits(64):016x}"
+
+    def hex(self, digits: int) -> str:
+        """Seeded hex digits, for ids in other formats (e.g. OpenAI's `resp_...`)."""
+        return f"{self.random.getrandbits(digits * 4):0{digits}x}"
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with a trailing `Z`, as the contract requires for timestamps."""
+    return (
+        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    )
+
+
+def epoch_ms(moment: datetime) -> int:
+    """Milliseconds since the Unix epoch, the unit of job-run times."""
+    return int(moment.timestamp() * 1000)

@@ -1,0 +1,150 @@
+"""The store: one app's whole platform state, its lock, and the reset that rebuilds it.
+
+The store is owned by an app instance, never by a module: two apps in one process share
+nothing. Every read and change of the world happens under `Store.lock`; the domain rules live
+in one area object per part of the platform (`store.identity`, `store.secrets`, ...).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from mock_server.state.entities import (
+    Application,
+    Artifact,
+    ArtifactVersion,
+    Deployment,
+    Grant,
+    JobRun,
+    MlRepo,
+    PersonalAccessToken,
+    Resource,
+    SecretGroup,
+    Subject,
+)
+from mock_server.state.sources import Sources
+
+if TYPE_CHECKING:
+    from mock_server.fixtures import Fixture
+    from mock_server.state.artifacts import Artifacts
+    from mock_server.state.deployments import Deployments
+    from mock_server.state.gateway import Gateway
+    from mock_server.state.identity import Identity
+    from mock_server.state.jobs import Jobs
+    from mock_server.state.secrets import Secrets
+    from mock_server.state.tokens import Tokens
+
+
+@dataclass
+class World:
+    """Every entity of the platform, in insertion order (which is also creation order)."""
+
+    tenant: Resource | None = None
+    subjects: dict[tuple[str, str], Subject] = field(default_factory=dict)  # (type, id)
+    resources: dict[tuple[str, str], Resource] = field(default_factory=dict)  # (type, id)
+    grants: list[Grant] = field(default_factory=list)
+    secret_groups: dict[str, SecretGroup] = field(default_factory=dict)
+    ml_repos: dict[str, MlRepo] = field(default_factory=dict)  # by name
+    artifacts: dict[str, Artifact] = field(default_factory=dict)
+    artifact_versions: dict[str, ArtifactVersion] = field(default_factory=dict)
+    applications: dict[str, Application] = field(default_factory=dict)
+    deployments: dict[str, Deployment] = field(default_factory=dict)
+    job_runs: dict[str, list[JobRun]] = field(default_factory=dict)  # by application id
+    tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
+    model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def locked(method: Callable[P, R]) -> Callable[P, R]:
+    """Run an area method under its store's lock."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with args[0].store.lock:  # type: ignore[attr-defined]
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+class Area:
+    """A part of the platform's rules, working on its store's world."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    @property
+    def world(self) -> World:
+        return self.store.world
+
+    @property
+    def sources(self) -> Sources:
+        return self.store.sources
+
+
+class Store:
+    """The platform's state for one app: entities, rules, seeded sources and a lock.
+
+    `documents` are fixture documents (already checked); `reset()` rebuilds the world from
+    them and the seed, so a reset world is the same as a fresh one.
+    """
+
+    def __init__(
+        self,
+        seed: int = 0,
+        documents: Iterable[Fixture] = (),
+        signing_key: str | None = None,
+    ):
+        from mock_server.auth import Signer, default_key
+        from mock_server.state.artifacts import Artifacts
+        from mock_server.state.deployments import Deployments
+        from mock_server.state.gateway import Gateway
+        from mock_server.state.identity import Identity
+        from mock_server.state.jobs import Jobs
+        from mock_server.state.secrets import Secrets
+        from mock_server.state.tokens import Tokens
+
+        self.lock = threading.RLock()
+        self.seed = seed
+        self.documents = list(documents)
+        self.signer = Signer(signing_key or default_key(seed))
+        self.identity: Identity = Identity(self)
+        self.secrets: Secrets = Secrets(self)
+        self.deployments: Deployments = Deployments(self)
+        self.artifacts: Artifacts = Artifacts(self)
+        self.tokens: Tokens = Tokens(self)
+        self.jobs: Jobs = Jobs(self)
+        self.gateway: Gateway = Gateway(self)
+        self.world = World()
+        self.sources = Sources(seed)
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        """Rebuild the world from scratch: the fixture documents, loaded with the seed."""
+        from mock_server.fixtures import apply_document
+
+        with self.lock:
+            if seed is not None:
+                self.seed = seed
+            self.sources = Sources(self.seed)
+            self.world = World()
+            for document in self.documents:
+                apply_document(self, document)
+
+    def load(self, document: Fixture) -> None:
+        """Add one more fixture document, now and after every reset."""
+        from mock_server.fixtures import apply_document
+
+        with self.lock:
+            apply_document(self, document)
+            self.documents.append(document)
+
+    def tick(self) -> None:
+        """Move the clock on: called once per state change."""
+        self.sources.clock.advance(1)

@@ -1,0 +1,120 @@
+"""Personal access tokens: get-or-create per caller (operation 5), and revocation for auth."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from mock_server import errors
+from mock_server.state.entities import Caller, PersonalAccessToken
+from mock_server.state.sources import iso
+from mock_server.state.store import Area, locked
+
+# Ten years: long enough that a client checking expiry against the wall clock never sees
+# an expired token from a default-epoch mock.
+TOKEN_LIFETIME = timedelta(days=3650)
+
+
+class Tokens(Area):
+    """Tokens are owned by the caller that created them; names are unique per owner."""
+
+    @locked
+    def get_or_create(self, caller: Caller, name: str, team_name: str | None) -> dict[str, Any]:
+        """The caller's token named `name`, created with a fresh value when absent."""
+        existing = self.world.tokens.get((caller.subject_id, name))
+        if existing is not None:
+            return self._response(existing, created=False)
+        identity = self.store.identity
+        owner = identity.caller_subject(caller)
+        if team_name is not None and team_name not in {
+            team.name for team in identity.teams_of(owner.id)
+        }:
+            raise errors.InvalidTeam(
+                f"teamName {team_name!r} names no team that {owner.slug} belongs to",
+                details=[
+                    {
+                        "location": "query",
+                        "field": "teamName",
+                        "message": "not a team of the caller",
+                    }
+                ],
+            )
+        self.store.tick()
+        now = self.sources.clock.now()
+        expiry = now + TOKEN_LIFETIME
+        token_id = self.sources.new_id("pat")
+        jwt_id = self.sources.new_id("jti")
+        tenant = identity.tenant
+        grants = [
+            (grant, identity.world.resources.get((grant.resource_type, grant.resource_id)))
+            for grant in self.world.grants
+            if (grant.subject_type, grant.subject_id) == (owner.type, owner.id)
+        ]
+        owned_by = {"account": tenant.name} | ({"team": team_name} if team_name else {})
+        record = {
+            "id": token_id,
+            "type": "personal-access-token",
+            "tenantName": tenant.name,
+            "accountId": tenant.id,
+            "jwtId": jwt_id,
+            "createdBy": owner.slug,
+            "nextScheduledRotation": None,
+            "createdBySubject": owner.reference(),
+            "createdAt": iso(now),
+            "updatedAt": iso(now),
+            "lastAccessedAt": None,
+            "isExpired": False,
+            "manifest": {
+                "name": name,
+                "type": "virtual-account",
+                "permissions": [
+                    {"resource_fqn": r.fqn, "resource_type": r.type, "role_id": g.role}
+                    for g, r in grants
+                    if r is not None
+                ],
+                "expiration_date": iso(expiry),
+                "ownedBy": owned_by,
+                "tags": {},
+                "token_type": "jwt",
+            },
+            "jwts": [
+                {
+                    "id": jwt_id,
+                    "subjectType": owner.type,
+                    "subjectId": owner.id,
+                    "expiry": iso(expiry),
+                    "tokenType": "pat",
+                    "createdAt": iso(now),
+                    "updatedAt": iso(now),
+                    "metadata": {},
+                }
+            ],
+            "metadata": {},
+            "roleIds": sorted({g.role for g, _ in grants}),
+            "rolesWithResource": [
+                {
+                    "roleId": g.role,
+                    "resourceType": g.resource_type,
+                    "resourceId": g.resource_id,
+                    "roleName": g.role,
+                }
+                for g, _ in grants
+            ],
+        }
+        value = self.store.signer.mint(owner, issued_at=now, expires_at=expiry, jwt_id=jwt_id)
+        token = PersonalAccessToken(owner.id, name, record, value, jwt_id)
+        self.world.tokens[(owner.id, name)] = token
+        return self._response(token, created=True)
+
+    def _response(self, token: PersonalAccessToken, *, created: bool) -> dict[str, Any]:
+        expiry = token.record["jwts"][0]["expiry"]
+        record = {**token.record, "isExpired": expiry <= iso(self.sources.clock.now())}
+        return {"data": record, "token": token.token, "created": created}
+
+    def is_live(self, jwt_id: str) -> bool:
+        """Whether a token id names a token that exists and is not revoked."""
+        return any(t.jwt_id == jwt_id and not t.revoked for t in self.world.tokens.values())
+
+    @locked
+    def revoke(self, owner_id: str, name: str) -> None:
+        self.world.tokens[(owner_id, name)].revoked = True

@@ -1,0 +1,89 @@
+"""Shared fixtures: one real mock server per session over loopback HTTP, reset before each test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from mock_server import PlatformMock
+from mock_server.server import BackgroundServer
+from mock_server.state import Store
+
+CONTROL_PLANE = "/api/svc/v1"
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(PlatformMock()) as running:
+        yield running
+
+
+@pytest.fixture
+def mock(server: BackgroundServer) -> PlatformMock:
+    """The served mock, with its world rebuilt from the fixtures before the test."""
+    server.mock.store.reset()
+    return server.mock
+
+
+@pytest.fixture
+def store(mock: PlatformMock) -> Store:
+    return mock.store
+
+
+@pytest.fixture
+def token(mock: PlatformMock) -> str:
+    """A development token of the default user (alice, tenant admin)."""
+    return mock.auth.dev_token()
+
+
+def token_of(mock: PlatformMock, email: str) -> str:
+    """A token for another user of the fixtures."""
+    return mock.auth.dev_token(mock.store.identity.subject_named("user", email))
+
+
+@pytest.fixture
+def api(server: BackgroundServer, token: str) -> Iterator[httpx.Client]:
+    """httpx client of the control plane, authenticated as the default user."""
+    with httpx.Client(
+        base_url=server.url + CONTROL_PLANE, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def anonymous(server: BackgroundServer, mock: PlatformMock) -> Iterator[httpx.Client]:
+    """httpx client of the whole server with no credentials."""
+    with httpx.Client(base_url=server.url) as client:
+        yield client
+
+
+@pytest.fixture
+def as_user(server: BackgroundServer, mock: PlatformMock) -> Iterator:
+    """Factory of control-plane clients authenticated as a given fixture user."""
+    clients: list[httpx.Client] = []
+
+    def make(email: str) -> httpx.Client:
+        client = httpx.Client(
+            base_url=server.url + CONTROL_PLANE,
+            headers={"Authorization": f"Bearer {token_of(mock, email)}"},
+        )
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+def assert_error(response: httpx.Response, status: int, code: int) -> dict:
+    """The response is the platform error body with this status and code; returns the body."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"statusCode", "message", "code", "details"}
+    assert (body["statusCode"], body["code"]) == (status, code), body
+    assert isinstance(body["message"], str) and body["message"]
+    assert isinstance(body["details"], list)
+    return body
