@@ -7,6 +7,9 @@ import ipaddress
 import socket
 import sys
 from collections.abc import Sequence
+from types import FrameType
+
+import uvicorn
 
 from mock_server import __version__
 from mock_server.app import MockConfig, PlatformMock
@@ -89,8 +92,22 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+class _Server(uvicorn.Server):
+    """uvicorn, announcing when it is ready and exiting with 0 after a stop signal."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        # Printed once the stop signals are handled, so a script may send one at once.
+        print("Press Ctrl-C to stop.", flush=True)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # uvicorn re-raises captured signals after shutting down, which would end the
+        # process with the signal's status; Ctrl-C and SIGTERM are a normal stop here.
+        self._captured_signals.clear()
+
+
 def serve(args: argparse.Namespace) -> int:
-    import uvicorn
 
     mock = PlatformMock(_config(args))
     try:
@@ -114,9 +131,9 @@ def serve(args: argparse.Namespace) -> int:
         print(
             f"  warning: listening on {args.host}, reachable from other machines", file=sys.stderr
         )
-    print("Press Ctrl-C to stop.", flush=True)
+    sys.stdout.flush()
     config = uvicorn.Config(mock, log_level=args.log_level, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
+    _Server(config).run(sockets=[sock])
     return 0
 
 

@@ -1,0 +1,141 @@
+"""Bearer authentication: which tokens are refused with 401, and who a valid token names."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import timedelta
+
+import httpx
+import jwt
+import pytest
+
+from mock_server.auth import ALGORITHM, ISSUER
+from tests.conftest import CONTROL_PLANE, assert_error
+
+TOKENS_PATH = CONTROL_PLANE + "/personal-access-tokens/ci"
+
+
+def _b64(data: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+def _claims(mock, **overrides) -> dict:
+    alice = mock.store.identity.default_user()
+    now = int(mock.store.sources.clock.now().timestamp())
+    claims = {
+        "iss": ISSUER,
+        "sub": alice.id,
+        "subjectType": "user",
+        "subjectSlug": alice.slug,
+        "iat": now,
+        "nbf": now,
+        "exp": now + 3600,
+    }
+    claims.update(overrides)
+    return {k: v for k, v in claims.items() if v is not None}
+
+
+def _signed(mock, **overrides) -> str:
+    return jwt.encode(_claims(mock, **overrides), mock.store.signer.key, algorithm=ALGORITHM)
+
+
+def _get(anonymous: httpx.Client, authorization: str | None) -> httpx.Response:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    return anonymous.get(TOKENS_PATH, headers=headers)
+
+
+def test_valid_token_is_accepted(anonymous, mock):
+    response = _get(anonymous, f"Bearer {_signed(mock)}")
+    assert response.status_code == 200
+
+
+def test_token_names_its_subject_as_caller(anonymous, mock):
+    body = _get(anonymous, f"Bearer {_signed(mock)}").json()
+    assert body["data"]["createdBySubject"]["subjectSlug"] == "alice"
+
+
+def test_missing_header_is_401(anonymous):
+    assert_error(_get(anonymous, None), 401, 40101)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        pytest.param("Basic YWxpY2U6c2VjcmV0", id="basic-scheme"),
+        pytest.param("Bearer", id="bearer-without-token"),
+        pytest.param("Token abc", id="unknown-scheme"),
+    ],
+)
+def test_header_without_bearer_token_is_401(anonymous, header):
+    assert_error(_get(anonymous, header), 401, 40101)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        pytest.param("not-a-jwt", id="garbage"),
+        pytest.param("a.b.c", id="three-garbage-parts"),
+        pytest.param("eyJhbGciOiJIUzI1NiJ9.e30", id="two-parts"),
+    ],
+)
+def test_malformed_token_is_401(anonymous, token):
+    assert_error(_get(anonymous, f"Bearer {token}"), 401, 40102)
+
+
+def test_expired_token_is_401(anonymous, mock):
+    now = int(mock.store.sources.clock.now().timestamp())
+    body = assert_error(_get(anonymous, f"Bearer {_signed(mock, exp=now - 1)}"), 401, 40103)
+    assert "expired" in body["message"]
+
+
+def test_token_not_yet_valid_is_401(anonymous, mock):
+    later = mock.store.sources.clock.now() + timedelta(hours=1)
+    token = _signed(mock, nbf=int(later.timestamp()))
+    assert_error(_get(anonymous, f"Bearer {token}"), 401, 40103)
+
+
+def test_token_signed_with_another_key_is_401(anonymous, mock):
+    token = jwt.encode(
+        _claims(mock), "a-key-that-is-not-the-servers-signing-key", algorithm=ALGORITHM
+    )
+    assert_error(_get(anonymous, f"Bearer {token}"), 401, 40104)
+
+
+def test_alg_none_token_is_401(anonymous, mock):
+    token = f"{_b64({'alg': 'none', 'typ': 'JWT'})}.{_b64(_claims(mock))}."
+    assert_error(_get(anonymous, f"Bearer {token}"), 401, 40104)
+
+
+def test_tampered_payload_is_401(anonymous, mock):
+    header, _, signature = _signed(mock).split(".")
+    forged = _b64(_claims(mock, sub="user-someone-else"))
+    assert_error(_get(anonymous, f"Bearer {header}.{forged}.{signature}"), 401, 40104)
+
+
+def test_token_without_expiry_is_401(anonymous, mock):
+    token = jwt.encode(_claims(mock, exp=None), mock.store.signer.key, algorithm=ALGORITHM)
+    assert_error(_get(anonymous, f"Bearer {token}"), 401, 40102)
+
+
+def test_token_without_subject_is_401(anonymous, mock):
+    assert_error(_get(anonymous, f"Bearer {_signed(mock, sub=None)}"), 401, 40105)
+
+
+def test_token_of_unknown_subject_is_401(anonymous, mock):
+    token = _signed(mock, sub="user-does-not-exist")
+    assert_error(_get(anonymous, f"Bearer {token}"), 401, 40105)
+
+
+def test_revoked_personal_access_token_is_401(anonymous, api, mock):
+    issued = api.get("/personal-access-tokens/ci").json()
+    owner = issued["data"]["createdBySubject"]["subjectId"]
+    mock.store.tokens.revoke(owner, "ci")
+    assert_error(_get(anonymous, f"Bearer {issued['token']}"), 401, 40105)
+
+
+def test_gateway_requires_a_token(anonymous, server):
+    response = anonymous.get(
+        f"{server.gateway_url}/responses/resp_0000000000000000000000000000demo"
+    )
+    assert_error(response, 401, 40101)

@@ -1,0 +1,386 @@
+"""The contract itself: both OpenAPI documents are valid, complete and wired to handlers."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+from openapi_spec_validator import validate
+
+from mock_server import errors
+from mock_server.handlers import OPERATIONS
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = {"control-plane": ROOT / "spec/control-plane.yaml", "gateway": ROOT / "spec/gateway.yaml"}
+
+
+@cache
+def spec(name: str) -> dict:
+    return yaml.safe_load(SPECS[name].read_text())
+
+
+def schema(name: str, component: str) -> dict:
+    return spec(name)["components"]["schemas"][component]
+
+
+def operations(name: str) -> dict[str, dict]:
+    return {
+        operation["operationId"]: operation
+        for path in spec(name)["paths"].values()
+        for method, operation in path.items()
+        if method in ("get", "put", "post", "delete", "patch")
+    }
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_document_is_valid_openapi(name):
+    validate(spec(name))
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_document_is_openapi_3_0(name):
+    assert spec(name)["openapi"].startswith("3.0.")
+
+
+def test_control_plane_version_is_0_1_0():
+    assert spec("control-plane")["info"]["version"] == "0.1.0"
+
+
+def test_control_plane_paths_carry_the_version_prefix():
+    assert all(path.startswith("/api/svc/v1/") for path in spec("control-plane")["paths"])
+
+
+def test_gateway_path_has_no_version_segment():
+    assert list(spec("gateway")["paths"]) == ["/responses/{id}"]
+
+
+def test_every_operation_id_has_a_handler_and_every_handler_an_operation():
+    in_specs = set(operations("control-plane")) | set(operations("gateway"))
+    assert in_specs == set(OPERATIONS)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_every_operation_requires_the_bearer_scheme(name):
+    document = spec(name)
+    assert document["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+    }
+    for operation in operations(name).values():
+        assert operation.get("security", document["security"]) == [{"bearerAuth": []}]
+
+
+# Every field of the source document's tables, by the component that must carry it.
+SOURCE_FIELDS = [
+    ("Pagination", "total offset limit"),
+    ("Error", "statusCode message code details"),
+    ("RoleBindingManifest", "type name subjects permissions"),
+    ("RoleBindingSubject", "type name"),
+    ("RoleBindingPermission", "resourceType resourceFqn role"),
+    (
+        "SubjectReference",
+        "subjectId subjectType subjectSlug subjectDisplayName subjectPatName "
+        "subjectControllerName subjectExternalIdentitySlug",
+    ),
+    (
+        "JobRunSubject",
+        "subjectId subjectSlug subjectDisplayName subjectPatName subjectControllerName "
+        "subjectExternalIdentitySlug",
+    ),
+    (
+        "Deployment",
+        "manifest createdBySubject id version fqn applicationId application createdAt "
+        "updatedAt deploymentBuilds deploymentStatuses currentStatusId currentStatus "
+        "appliedRecommendations createdBy",
+    ),
+    (
+        "DeploymentApplication",
+        "lifecycleStage id fqn name type metadata workspaceId activeVersion applicationSetId",
+    ),
+    ("DeploymentBuild", "name status"),
+    (
+        "DeploymentStatus",
+        "id deploymentId status state transition message retryCount createdAt updatedAt",
+    ),
+    (
+        "AppliedRecommendation",
+        "recommendationData recommendationType expiryTimestamp id clusterId applicationId "
+        "deploymentId applicationVersion appliedDeploymentId createdAt updatedAt",
+    ),
+    (
+        "DeploymentManifest",
+        "name type image ports replicas artifacts_download resources env service_account "
+        "mounts labels kustomize liveness_probe readiness_probe startup_probe workspace_fqn "
+        "auto_shutdown allow_interception rollout_strategy",
+    ),
+    ("DeploymentImage", "type build_source build_spec docker_registry"),
+    ("BuildSource", "type remote_uri"),
+    (
+        "BuildSpec",
+        "type dockerfile_path build_context_path command build_args build_secrets",
+    ),
+    ("BuildSecret", "id value env"),
+    ("Port", "port protocol expose app_protocol host path rewrite_path_to auth"),
+    ("PortAuth", "type username password"),
+    ("ArtifactsDownload", "artifacts cache_volume"),
+    ("ArtifactToDownload", "type artifact_version_fqn download_path_env_variable"),
+    ("CacheVolume", "storage_class cache_size"),
+    (
+        "Resources",
+        "cpu_request cpu_limit memory_request memory_limit ephemeral_storage_request "
+        "ephemeral_storage_limit shared_memory_size node devices",
+    ),
+    ("NodeSelector", "type instance_families capacity_type"),
+    ("Device", "type count name"),
+    ("Mount", "type mount_path secret_fqn"),
+    ("Kustomize", "patch additions"),
+    (
+        "Probe",
+        "config initial_delay_seconds period_seconds timeout_seconds success_threshold "
+        "failure_threshold",
+    ),
+    ("ProbeConfig", "type path port host scheme"),
+    ("AutoShutdown", "wait_time"),
+    ("RolloutStrategy", "type max_unavailable_percentage max_surge_percentage"),
+    (
+        "ArtifactManifest",
+        "type metadata source step name ml_repo version description version_alias run_id",
+    ),
+    (
+        "ModelManifest",
+        "type metadata source step name ml_repo version description version_alias run_id "
+        "framework environment",
+    ),
+    (
+        "AgentSkillManifest",
+        "type metadata source step name ml_repo version description version_alias run_id",
+    ),
+    ("ArtifactSource", "type uri"),
+    ("StagedArtifactVersion", "id storage_root artifact_id"),
+    ("ApplyTagsRequest", "artifact_version_id tags force"),
+    ("SecretDeploymentsRequest", "secretIds"),
+    ("PersonalAccessTokenResponse", "data token created"),
+    (
+        "PersonalAccessToken",
+        "id type tenantName accountId jwtId createdBy nextScheduledRotation createdBySubject "
+        "createdAt updatedAt lastAccessedAt isExpired manifest jwts metadata roleIds "
+        "rolesWithResource",
+    ),
+    (
+        "TokenJwt",
+        "id subjectType subjectId expiry tokenType createdAt updatedAt metadata",
+    ),
+    (
+        "PersonalAccessTokenManifest",
+        "name type permissions expiration_date auto_rotate notification_target "
+        "secret_store_config ownedBy tags identity_provider_mapping token_type",
+    ),
+    ("TokenPermission", "resource_fqn resource_type role_id"),
+    ("AutoRotate", "auto_rotate_interval grace_period"),
+    ("NotificationTarget", "type notification_channel to_emails"),
+    ("SecretStoreConfig", "integration_fqn secret_path"),
+    ("OwnedBy", "team account"),
+    ("IdentityProviderMapping", "identity_provider value"),
+    (
+        "JobRun",
+        "id name applicationName deploymentVersion command error triggeredBy sparkUi "
+        "applicationId deploymentId tenantName createdAt endTime duration totalRetries "
+        "exitCode triggeredBySubject status",
+    ),
+    ("JobRunList", "data pagination"),
+    ("DeploymentList", "data pagination"),
+    ("RoleBindingManifestList", "data"),
+]
+GATEWAY_FIELDS = [
+    (
+        "ModelResponse",
+        "id object created_at status max_output_tokens model output parallel_tool_calls "
+        "previous_response_id reasoning service_tier store temperature text tool_choice tools "
+        "top_p truncation usage metadata provider error incomplete_details instructions user",
+    ),
+]
+MODEL_RESPONSE_REQUIRED = (
+    "id object created_at status max_output_tokens model output parallel_tool_calls "
+    "previous_response_id reasoning service_tier store temperature text tool_choice tools "
+    "top_p truncation usage metadata provider"
+)
+
+
+@pytest.mark.parametrize(
+    ("document", "component", "fields"),
+    [pytest.param("control-plane", c, f, id=c) for c, f in SOURCE_FIELDS]
+    + [pytest.param("gateway", c, f, id=c) for c, f in GATEWAY_FIELDS],
+)
+def test_component_has_every_source_field(document, component, fields):
+    properties = schema(document, component).get("properties", {})
+    assert [f for f in fields.split() if f not in properties] == []
+
+
+@pytest.mark.parametrize(
+    ("component", "required"),
+    [
+        pytest.param("RoleBindingManifest", "type name subjects permissions", id="role-binding"),
+        pytest.param("RoleBindingSubject", "type name", id="role-binding-subject"),
+        pytest.param("RoleBindingPermission", "resourceType resourceFqn role", id="permission"),
+        pytest.param(
+            "JobRun",
+            "id name applicationName deploymentVersion createdAt command totalRetries status",
+            id="job-run",
+        ),
+        pytest.param("Error", "statusCode message code details", id="error"),
+        pytest.param("Pagination", "total offset limit", id="pagination"),
+    ],
+)
+def test_required_fields_follow_the_source(component, required):
+    assert set(required.split()) <= set(schema("control-plane", component)["required"])
+
+
+def test_model_response_required_fields_follow_the_source():
+    assert set(MODEL_RESPONSE_REQUIRED.split()) <= set(
+        schema("gateway", "ModelResponse")["required"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("component", "field", "rule"),
+    [
+        pytest.param(
+            "RoleBindingManifest",
+            "name",
+            {"pattern": "^[a-z][a-z0-9-]{1,64}[a-z0-9]$"},
+            id="binding-name-pattern",
+        ),
+        pytest.param("RoleBindingManifest", "type", {"enum": ["role-binding"]}, id="binding-type"),
+        pytest.param(
+            "RoleBindingSubject", "name", {"minLength": 1, "maxLength": 1024}, id="subject-name"
+        ),
+        pytest.param(
+            "RoleBindingSubject",
+            "type",
+            {"enum": ["user", "team", "virtualaccount", "agent"]},
+            id="subject-type",
+        ),
+        pytest.param(
+            "RoleBindingPermission",
+            "resourceType",
+            {"minLength": 1, "maxLength": 128},
+            id="permission-resource-type",
+        ),
+        pytest.param(
+            "RoleBindingPermission",
+            "resourceFqn",
+            {"minLength": 1, "maxLength": 1024},
+            id="permission-resource-fqn",
+        ),
+        pytest.param(
+            "RoleBindingPermission",
+            "role",
+            {"minLength": 1, "maxLength": 255},
+            id="permission-role",
+        ),
+    ],
+)
+def test_limits_of_the_source_are_in_the_schemas(component, field, rule):
+    prop = schema("control-plane", component)["properties"][field]
+    assert {key: prop.get(key) for key in rule} == rule
+
+
+def _parameter(operation_id: str, name: str) -> dict:
+    operation = operations("control-plane")[operation_id]
+    return next(p for p in operation["parameters"] if p["name"] == name)
+
+
+@pytest.mark.parametrize(
+    ("operation_id", "name", "rule"),
+    [
+        pytest.param(
+            "listJobRuns", "limit", {"minimum": 1, "maximum": 1000, "default": 100}, id="runs-limit"
+        ),
+        pytest.param("listJobRuns", "offset", {"minimum": 0, "default": 0}, id="runs-offset"),
+        pytest.param(
+            "listSecretDeployments",
+            "limit",
+            {"minimum": 1, "maximum": 1000, "default": 100},
+            id="deployments-limit",
+        ),
+        pytest.param(
+            "listSecretDeployments", "offset", {"minimum": 0, "default": 0}, id="deployments-offset"
+        ),
+        pytest.param(
+            "deleteSecretGroup", "forceDelete", {"type": "boolean", "default": False}, id="force"
+        ),
+    ],
+)
+def test_parameter_limits_are_in_the_spec(operation_id, name, rule):
+    param_schema = _parameter(operation_id, name)["schema"]
+    assert {key: param_schema.get(key) for key in rule} == rule
+
+
+@pytest.mark.parametrize("name", ["status", "triggeredBy", "versionNumbers"])
+def test_array_query_parameters_are_repeated_keys(name):
+    param = _parameter("listJobRuns", name)
+    assert (param.get("style", "form"), param.get("explode", True)) == ("form", True)
+
+
+def test_team_name_is_the_token_query_parameter():
+    assert _parameter("getOrCreatePersonalAccessToken", "teamName")["in"] == "query"
+
+
+def test_artifact_manifest_variants_are_told_apart_by_type():
+    manifest = schema("control-plane", "ArtifactVersionManifest")
+    assert manifest["discriminator"]["propertyName"] == "type"
+    assert set(manifest["discriminator"]["mapping"]) == {
+        "artifact-version",
+        "model-version",
+        "agent-skill",
+    }
+
+
+@pytest.mark.parametrize("variant", ["ArtifactManifest", "ModelManifest", "AgentSkillManifest"])
+def test_manifest_variants_require_the_platform_fields(variant):
+    assert set(schema("control-plane", variant)["required"]) == {
+        "type",
+        "name",
+        "ml_repo",
+        "source",
+    }
+
+
+def _documented_statuses(operation_id: str) -> set[int]:
+    merged = operations("control-plane") | operations("gateway")
+    return {int(status) for status in merged[operation_id]["responses"]}
+
+
+@pytest.mark.parametrize(
+    ("operation_id", "statuses"),
+    [
+        pytest.param("generateRoleBindingManifests", {200, 400, 401, 404}, id="role-bindings"),
+        pytest.param("getOrCreatePersonalAccessToken", {200, 400, 401}, id="tokens"),
+        pytest.param("deleteSecretGroup", {200, 400, 401, 403, 404, 424}, id="delete-group"),
+        pytest.param("listJobRuns", {200, 400, 401, 403, 404, 422}, id="job-runs"),
+        pytest.param("getModelResponse", {200, 400, 401, 404}, id="model-response"),
+    ],
+)
+def test_operation_documents_the_decided_statuses(operation_id, statuses):
+    assert statuses <= _documented_statuses(operation_id)
+
+
+TABLE_ROW = re.compile(r"^\|[^|]+\|\s*(\d{3})\s*\|\s*(\d{5})\s*\|$", re.MULTILINE)
+
+
+def test_error_table_in_the_spec_matches_the_error_classes():
+    table = TABLE_ROW.findall(spec("control-plane")["info"]["description"])
+    assert [(int(s), int(c)) for s, c in table] == [
+        (cls.status, cls.code) for cls in errors.error_classes()
+    ]
+
+
+def test_error_table_in_the_readme_matches_the_error_classes():
+    table = TABLE_ROW.findall((ROOT / "README.md").read_text())
+    assert [(int(s), int(c)) for s, c in table] == [
+        (cls.status, cls.code) for cls in errors.error_classes()
+    ]
