@@ -108,11 +108,13 @@ class Deployments(Area):
         fqns = self.store.secrets.readable_secret_fqns(caller, secret_ids)
         matches = [
             deployment
-            for deployment in self.world.deployments.values()
+            for deployment in sorted(self.world.deployments.values(), key=lambda d: d.id)
             if deployment.secret_fqns & fqns
             and self.world.applications[deployment.application_id].active_version
             == deployment.version
         ]
+        # Newest first, ties by id (the sort is stable, also in reverse).
+        matches.sort(key=lambda d: d.created_at, reverse=True)
         page = matches[offset : offset + limit]
         return {
             "data": [d.to_api(self.world.applications[d.application_id]) for d in page],

@@ -26,16 +26,25 @@ RUN_STATUSES = (
     "UNKNOWN",
 )
 ENDED = frozenset({"FINISHED", "FAILED", "TERMINATED"})
-STATUS_ORDER = {status: index for index, status in enumerate(RUN_STATUSES)}
 
-# Sort keys of the contract; a run with no duration yet sorts before every run that has one.
+# Sort keys of the contract. A key may be None (no duration yet): such runs come last.
 SORT_KEYS: dict[str, Callable[[JobRun], Any]] = {
     "startTime": lambda run: run.created_at_ms,
-    "duration": lambda run: -1 if run.duration_ms is None else run.duration_ms,
+    "duration": lambda run: run.duration_ms,
     "deploymentVersion": lambda run: run.deployment_version,
     "triggeredBy": lambda run: run.triggered_by.slug,
-    "status": lambda run: STATUS_ORDER[run.status],
+    "status": lambda run: run.status,
 }
+
+
+def ordered(runs: list[JobRun], sort_by: str, order: str) -> list[JobRun]:
+    """Runs in the contract's order: by the key in `order`, runs without one last, and ties
+    by id ascending (Python's sort is stable, also in reverse, so sorting by id first holds)."""
+    key = SORT_KEYS[sort_by]
+    by_id = sorted(runs, key=lambda run: run.id)
+    present = [run for run in by_id if key(run) is not None]
+    missing = [run for run in by_id if key(run) is None]
+    return sorted(present, key=key, reverse=order == "desc") + missing
 
 
 class Jobs(Area):
@@ -58,7 +67,7 @@ class Jobs(Area):
         error: str | None = None,
         run_id: str | None = None,
     ) -> JobRun:
-        if status not in STATUS_ORDER:
+        if status not in RUN_STATUSES:
             raise ValueError(f"unknown run status {status!r}")
         if (seconds is None) == (status in ENDED):
             raise ValueError(f"a {status} run {'needs' if status in ENDED else 'has no'} duration")
@@ -148,11 +157,10 @@ class Jobs(Area):
         if version_numbers:
             versions = set(version_numbers)
             runs = [r for r in runs if r.deployment_version in versions]
-        key = SORT_KEYS[sort_by]
-        ordered = sorted(runs, key=lambda run: (key(run), run.id), reverse=order == "desc")
+        page = ordered(runs, sort_by, order)[offset : offset + limit]
         return {
-            "data": [run.to_api() for run in ordered[offset : offset + limit]],
-            "pagination": {"total": len(ordered), "offset": offset, "limit": limit},
+            "data": [run.to_api() for run in page],
+            "pagination": {"total": len(runs), "offset": offset, "limit": limit},
         }
 
 

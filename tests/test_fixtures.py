@@ -1,0 +1,180 @@
+"""Fixture documents: schema checks with file, line and field; loading through the state rules."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from mock_server import MockConfig, PlatformMock
+from mock_server.fixtures import FixtureError, check, default_fixtures, parse
+from mock_server.state import Store
+from mock_server.state.jobs import ENDED, RUN_STATUSES
+
+WORLD = """\
+tenant: acme
+users:
+  - email: ada@acme.example
+clusters:
+  - name: c1
+workspaces:
+  - name: w1
+    cluster: c1
+mlRepos:
+  - name: repo
+grants:
+  - {subject: "user:ada@acme.example", role: tenant-admin, resource: "tenant:acme"}
+applications:
+  - name: nightly
+    type: job
+    workspace: w1
+    deployments: [{}, {}]
+"""
+
+
+def store_of(*texts: str, seed: int = 0) -> Store:
+    return Store(seed, [parse(text, f"doc{i}.yaml") for i, text in enumerate(texts)])
+
+
+def test_default_fixtures_are_valid():
+    assert default_fixtures()[0].data["tenant"] == "acme"
+
+
+def test_default_world_has_a_job_run_in_every_status():
+    store = Store(0, default_fixtures())
+    trainer = store.deployments.application_named("trainer")
+    assert {run.status for run in store.world.job_runs[trainer.id]} == set(RUN_STATUSES)
+
+
+def test_default_world_has_a_faulty_secret_integration():
+    store = Store(0, default_fixtures())
+    assert not store.secrets.group_named("legacy-vault").integration_healthy
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "users:\n  - email: a@b.c\n  - slug: x\n",
+            "bad.yaml:3: users[1]: 'email' is a required property",
+            id="missing-required",
+        ),
+        pytest.param(
+            "clusters:\n  - name: ok\n  - name: 'no spaces'\n",
+            "bad.yaml:3: clusters[1].name: 'no spaces' does not match",
+            id="pattern",
+        ),
+        pytest.param(
+            "colours: [red]\n",
+            "bad.yaml:1: (document): Additional properties",
+            id="unknown-section",
+        ),
+        pytest.param(
+            "grants:\n  - {subject: 'robot:x', role: r, resource: 'tenant:acme'}\n",
+            "bad.yaml:2: grants[0].subject: 'robot:x' does not match",
+            id="bad-reference",
+        ),
+        pytest.param("users: [\n", "bad.yaml:2: not valid YAML", id="yaml-syntax"),
+    ],
+)
+def test_schema_errors_name_file_line_and_field(text, expected):
+    with pytest.raises(FixtureError) as raised:
+        parse(text, "bad.yaml")
+    assert expected in str(raised.value)
+
+
+def test_every_schema_violation_is_reported():
+    with pytest.raises(FixtureError) as raised:
+        parse("users:\n  - slug: x\nclusters:\n  - {}\n", "bad.yaml")
+    assert str(raised.value).count("is a required property") == 2
+
+
+def test_a_document_must_be_a_mapping():
+    with pytest.raises(FixtureError, match="must be a mapping"):
+        check(["not", "a", "mapping"], "list.yaml")
+
+
+def test_reference_to_unknown_record_names_its_line():
+    text = WORLD + "  - name: other\n    type: job\n    workspace: nowhere\n    deployments: [{}]\n"
+    with pytest.raises(FixtureError) as raised:
+        store_of(text)
+    assert "doc0.yaml:18: applications[1]: no workspace named 'nowhere'" in str(raised.value)
+
+
+def test_artifact_versions_go_through_the_staging_rules():
+    manifest = "{type: model-version, name: m, ml_repo: nope, source: {type: platform}}"
+    text = WORLD + f"artifactVersions:\n  - manifest: {manifest}\n"
+    with pytest.raises(FixtureError, match="No ML repo named 'nope'"):
+        store_of(text)
+
+
+def test_tags_in_fixtures_follow_the_uniqueness_rule():
+    version = "{type: artifact-version, name: d, ml_repo: repo, source: {type: platform}}"
+    text = WORLD + (
+        "artifactVersions:\n"
+        f"  - {{manifest: {version}, tags: [prod]}}\n"
+        f"  - {{manifest: {version}, tags: [prod]}}\n"
+    )
+    with pytest.raises(FixtureError, match="already on another version"):
+        store_of(text)
+
+
+def test_ended_run_without_duration_is_rejected():
+    text = WORLD + "    runs:\n      - {status: FINISHED, createdAt: '2025-01-01T00:00:00Z'}\n"
+    with pytest.raises(FixtureError, match="FINISHED run needs duration"):
+        store_of(text)
+
+
+def test_generated_runs_are_consistent():
+    store = store_of(WORLD + "    runs:\n      - {generate: 500}\n")
+    nightly = store.deployments.application_named("nightly")
+    runs = store.world.job_runs[nightly.id]
+    users = {s.id for s in store.world.subjects.values() if s.type == "user"}
+    assert len(runs) == 500
+    assert len({run.id for run in runs}) == 500
+    assert all(run.triggered_by.id in users for run in runs)
+    assert all(run.deployment_version in nightly.deployment_ids for run in runs)
+    assert all(
+        (run.end_time_ms is not None and run.end_time_ms > run.created_at_ms)
+        == (run.status in ENDED)
+        for run in runs
+    )
+
+
+def test_generated_runs_spread_over_every_status():
+    store = store_of(WORLD + "    runs:\n      - {generate: 500}\n")
+    nightly = store.deployments.application_named("nightly")
+    assert {run.status for run in store.world.job_runs[nightly.id]} == set(RUN_STATUSES)
+
+
+def test_later_documents_add_to_earlier_ones():
+    store = store_of(WORLD, "users:\n  - email: bea@acme.example\n")
+    assert store.identity.find_subject("user", "bea@acme.example") is not None
+
+
+def test_explicit_ids_are_kept():
+    store = store_of(WORLD.replace("  - name: repo\n", "  - name: repo\n    id: repo-fixed\n"))
+    assert store.world.ml_repos["repo"].resource.id == "repo-fixed"
+
+
+def test_run_times_come_from_the_fixture():
+    created = "2025-03-04T05:06:07Z"
+    store = store_of(WORLD + f"    runs:\n      - {{status: RUNNING, createdAt: '{created}'}}\n")
+    run = store.world.job_runs[store.deployments.application_named("nightly").id][0]
+    assert run.created_at_ms == int(datetime.fromisoformat(created).timestamp() * 1000)
+
+
+def test_config_loads_extra_fixture_files_after_the_defaults(tmp_path: Path):
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("users:\n  - email: eve@acme.example\n")
+    mock = PlatformMock(MockConfig(fixtures=[extra]))
+    assert mock.store.identity.find_subject("user", "eve@acme.example") is not None
+    assert mock.store.identity.find_subject("user", "alice@acme.example") is not None
+
+
+def test_without_default_fixtures_the_world_is_only_the_given_files(tmp_path: Path):
+    world = tmp_path / "world.yaml"
+    world.write_text(WORLD)
+    mock = PlatformMock(MockConfig(fixtures=[world], default_fixtures=False))
+    assert mock.store.identity.find_subject("user", "alice@acme.example") is None
