@@ -1,0 +1,89 @@
+"""The built wheel: it carries the contract and fixtures, and serves from a fresh environment."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.test_cli import SERVE_OUTPUT
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("platform_mock-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment with only the wheel and its dependencies."""
+    env = tmp_path_factory.mktemp("fresh") / "venv"
+    venv.create(env, with_pip=True)
+    subprocess.run(
+        [str(env / "bin/python"), "-m", "pip", "install", "-q", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    return env
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        "mock_server/spec/control-plane.yaml",
+        "mock_server/spec/gateway.yaml",
+        "mock_server/fixtures/default.yaml",
+        "mock_server/fixture-schema.yaml",
+    ],
+)
+def test_wheel_carries_the_contract_and_fixtures(wheel, member):
+    assert member in zipfile.ZipFile(wheel).namelist()
+
+
+def test_wheel_declares_the_console_script(wheel):
+    archive = zipfile.ZipFile(wheel)
+    (entry_points,) = [n for n in archive.namelist() if n.endswith("entry_points.txt")]
+    assert "platform-mock = mock_server.cli:main" in archive.read(entry_points).decode()
+
+
+def test_installed_command_serves_with_the_printed_token(installed, tmp_path):
+    # Run from an empty folder so nothing of the source checkout can be picked up.
+    process = subprocess.Popen(
+        [str(installed / "bin/platform-mock"), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Press Ctrl-C"):
+                break
+        match = SERVE_OUTPUT.search("".join(lines))
+        assert match, "".join(lines)
+        response = httpx.get(
+            match["control"] + "/personal-access-tokens/ci",
+            headers={"Authorization": f"Bearer {match['token']}"},
+        )
+        assert response.status_code == 200
+        assert response.json()["created"] is True
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
