@@ -114,7 +114,7 @@ class Authenticator:
         if caller is None:
             raise errors.UnknownTokenSubject(f"Bearer token subject {subject_id!r} does not exist")
         jwt_id = claims.get("jti")
-        if jwt_id is not None and not self.store.tokens.is_live(jwt_id):
+        if jwt_id is not None and not self.store.tokens.use(jwt_id):
             raise errors.UnknownTokenSubject("Bearer token has been revoked or deleted")
         return caller
 

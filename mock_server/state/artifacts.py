@@ -9,6 +9,14 @@ from mock_server import errors
 from mock_server.state.entities import Artifact, ArtifactVersion, Caller, MlRepo
 from mock_server.state.store import Area, locked
 
+# Each kind of artifact has its own folder under the repo, so that an artifact and a model of
+# the same name never share a storage root.
+KIND_FOLDERS = {
+    "artifact-version": "artifacts",
+    "model-version": "models",
+    "agent-skill": "agent-skills",
+}
+
 
 class Artifacts(Area):
     """Artifacts live in ML repos; a tag names at most one version of an artifact."""
@@ -65,7 +73,7 @@ class Artifacts(Area):
             artifact_id=artifact.id,
             version=number,
             fqn=f"{artifact.fqn}:{number}",
-            storage_root=f"{repo.storage_root}/{name}/{number}/",
+            storage_root=f"{repo.storage_root}/{KIND_FOLDERS[type_]}/{name}/{number}/",
             manifest={**copy.deepcopy(manifest), "version": number},
             created_at=self.sources.clock.now(),
         )

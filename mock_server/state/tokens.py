@@ -111,9 +111,14 @@ class Tokens(Area):
         record = {**token.record, "isExpired": expiry <= iso(self.sources.clock.now())}
         return {"data": record, "token": token.token, "created": created}
 
-    def is_live(self, jwt_id: str) -> bool:
-        """Whether a token id names a token that exists and is not revoked."""
-        return any(t.jwt_id == jwt_id and not t.revoked for t in self.world.tokens.values())
+    @locked
+    def use(self, jwt_id: str) -> bool:
+        """Record that a token authenticated a request; False if it is unknown or revoked."""
+        for token in self.world.tokens.values():
+            if token.jwt_id == jwt_id and not token.revoked:
+                token.record["lastAccessedAt"] = iso(self.sources.clock.now())
+                return True
+        return False
 
     @locked
     def revoke(self, owner_id: str, name: str) -> None:
