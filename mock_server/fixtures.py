@@ -7,6 +7,7 @@ Every error names the file, the line and the field.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -14,10 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from jsonschema import Draft202012Validator
+from connexion.json_schema import Draft4ResponseValidator, resolve_refs
+from jsonschema import Draft4Validator, Draft202012Validator
 
 from mock_server import errors
 from mock_server.resources import package_file
+from mock_server.state.entities import SUBJECT_TYPES, Application, Caller, SecretGroup, Subject
+from mock_server.state.sources import from_epoch_ms, iso, parse_iso
+from mock_server.validation import compiled, violations
 
 if TYPE_CHECKING:
     from mock_server.state.store import Store
@@ -87,6 +92,13 @@ def load(path: str | Path) -> Fixture:
     return parse(text, str(path))
 
 
+@cache
+def model_response_validator() -> Draft4Validator:
+    """The gateway contract's ModelResponse schema, for complete responses in fixtures."""
+    gateway = resolve_refs(yaml.safe_load((package_file("spec") / "gateway.yaml").read_text()))
+    return compiled(gateway["components"]["schemas"]["ModelResponse"], Draft4ResponseValidator)
+
+
 def default_fixtures() -> list[Fixture]:
     """The bundled default world."""
     return [load(package_file("fixtures") / "default.yaml")]
@@ -112,16 +124,16 @@ def apply_document(store: Store, fixture: Fixture) -> None:
     """Build the fixture's records in the store, section by section, in dependency order."""
     data = fixture.data
     for section, apply in _SECTIONS:
-        for index, record in enumerate(
-            data.get(section, []) if section != "tenant" else [data.get("tenant")]
-        ):
+        single = section in ("tenant", "clock")
+        records = [data.get(section)] if single else data.get(section, [])
+        for index, record in enumerate(records):
             if record is None:
                 continue
             try:
                 apply(store, record)
             except (ValueError, KeyError, errors.PlatformError) as exc:
                 message = exc.message if isinstance(exc, errors.PlatformError) else str(exc)
-                path = (section,) if section == "tenant" else (section, index)
+                path = (section,) if single else (section, index)
                 raise FixtureError(f"{fixture.where(path)}: {message}") from None
 
 
@@ -130,18 +142,37 @@ def _split_ref(ref: str) -> tuple[str, str]:
     return type_, name
 
 
-def _user(store: Store, email: str | None) -> Any:
+def _user(store: Store, email: str | None) -> Subject:
     identity = store.identity
     return identity.subject_named("user", email) if email else identity.default_user()
 
 
-def _caller(store: Store, email: str | None) -> Any:
-    subject = _user(store, email)
-    return store.identity.caller(subject.type, subject.id)
+def _subject(store: Store, reference: str | None) -> Subject:
+    """A subject by `type:name`, or a user by bare e-mail, or the first user."""
+    type_, _, name = (reference or "").partition(":")
+    if name and type_ in SUBJECT_TYPES:
+        return store.identity.subject_named(type_, name)
+    return _user(store, reference)
 
 
-def _tenant(store: Store, name: str) -> None:
-    store.identity.set_tenant(name)
+def _caller(store: Store, reference: str | None) -> Caller:
+    subject = _subject(store, reference)
+    return Caller(subject.type, subject.id, subject.slug)
+
+
+def _time(text: str | None) -> datetime | None:
+    return None if text is None else parse_iso(text)
+
+
+def _tenant(store: Store, tenant: str | dict) -> None:
+    if isinstance(tenant, str):
+        store.identity.set_tenant(tenant)
+    else:
+        store.identity.set_tenant(tenant["name"], tenant_id=tenant.get("id"))
+
+
+def _clock(store: Store, moment: str) -> None:
+    store.sources.clock.set(parse_iso(moment))
 
 
 def _users(store: Store, r: dict) -> None:
@@ -215,9 +246,16 @@ def _applications(store: Store, r: dict) -> None:
         workspace_name=r["workspace"],
         created_by=_user(store, r.get("createdBy")),
         application_id=r.get("id"),
+        application_set_id=r.get("applicationSetId"),
     )
-    for manifest in r["deployments"]:
-        store.deployments.add_deployment(application, manifest)
+    for deployment in r["deployments"]:
+        store.deployments.add_deployment(
+            application,
+            deployment["manifest"],
+            deployment_id=deployment.get("id"),
+            status_id=deployment.get("statusId"),
+            created_at=_time(deployment.get("createdAt")),
+        )
     if "activeVersion" in r:
         if r["activeVersion"] not in application.deployment_ids:
             raise ValueError(f"activeVersion {r['activeVersion']} is not one of the deployments")
@@ -229,7 +267,7 @@ def _applications(store: Store, r: dict) -> None:
         store.jobs.add_run(
             application,
             status=run["status"],
-            created_at=datetime.fromisoformat(run["createdAt"]),
+            created_at=parse_iso(run["createdAt"]),
             seconds=run.get("durationSeconds"),
             triggered_by=_user(store, run.get("triggeredBy")),
             deployment_version=run.get("version"),
@@ -244,16 +282,39 @@ def _applications(store: Store, r: dict) -> None:
 
 def _artifact_versions(store: Store, r: dict) -> None:
     caller = _caller(store, r.get("as"))
-    staged = store.artifacts.stage(caller, r["manifest"])
+    staged = store.artifacts.stage(
+        caller,
+        r["manifest"],
+        version_id=r.get("id"),
+        artifact_id=r.get("artifactId"),
+        created_at=_time(r.get("createdAt")),
+    )
     if r.get("tags"):
         store.artifacts.apply_tags(caller, staged["id"], r["tags"], force=False)
 
 
 def _tokens(store: Store, r: dict) -> None:
-    store.tokens.get_or_create(_caller(store, r["owner"]), r["name"], r.get("teamName"))
+    caller = _caller(store, r["owner"])
+    store.tokens.get_or_create(
+        caller,
+        r["name"],
+        r.get("teamName"),
+        token_id=r.get("id"),
+        jwt_id=r.get("jwtId"),
+        created_at=_time(r.get("createdAt")),
+    )
+    token = store.world.tokens[(caller.subject_id, r["name"])]
+    token.record["lastAccessedAt"] = r.get("lastAccessedAt")
+    token.revoked = r.get("revoked", False)
 
 
 def _model_responses(store: Store, r: dict) -> None:
+    if "response" in r:
+        problems = violations(model_response_validator(), r["response"], "response")
+        if problems:
+            raise ValueError("; ".join(f"{p['field']}: {p['message']}" for p in problems[:3]))
+        store.gateway.add_stored(r["response"])
+        return
     if "generate" in r:
         for _ in range(r["generate"]):
             store.gateway.add_response()
@@ -289,4 +350,159 @@ _SECTIONS = (
     ("artifactVersions", _artifact_versions),
     ("personalAccessTokens", _tokens),
     ("modelResponses", _model_responses),
+    ("clock", _clock),
 )
+
+
+# Resource types that have their own fixture section (or come with another record).
+_OWN_SECTION = frozenset({"tenant", "cluster", "workspace", "secret-group", "mlf-project", "agent"})
+
+
+def dump(store: Store) -> dict[str, Any]:
+    """The whole state as a fixture document: loaded into a mock without default fixtures,
+    it rebuilds this state, ids and timestamps included."""
+    with store.lock:
+        world = store.world
+        tenant = store.identity.tenant
+
+        def subjects(type_: str) -> list[Subject]:
+            return [s for s in world.subjects.values() if s.type == type_]
+
+        def resources(type_: str) -> list:
+            return [r for r in world.resources.values() if r.type == type_]
+
+        def named(subject: Subject) -> dict[str, str]:
+            return {"name": subject.name, "id": subject.id}
+
+        def reference(subject: Subject) -> str:
+            return f"{subject.type}:{subject.name}"
+
+        document: dict[str, Any] = {
+            "tenant": {"name": tenant.name, "id": tenant.id},
+            "users": [
+                {"email": u.name, "slug": u.slug, "displayName": u.display_name, "id": u.id}
+                for u in subjects("user")
+            ],
+            "teams": [
+                {**named(t), "members": [world.subjects[("user", m)].name for m in t.members]}
+                for t in subjects("team")
+            ],
+            "virtualAccounts": [named(s) for s in subjects("virtualaccount")],
+            "agents": [named(s) for s in subjects("agent")],
+            "clusters": [{"name": r.name, "id": r.id} for r in resources("cluster")],
+            "workspaces": [
+                {"name": r.name, "id": r.id, "cluster": r.fqn.split(":")[0]}
+                for r in resources("workspace")
+            ],
+            "resources": [
+                {"type": r.type, "name": r.name, "fqn": r.fqn, "id": r.id}
+                for r in world.resources.values()
+                if r.type not in _OWN_SECTION
+            ],
+            "secretGroups": [_dump_secret_group(g) for g in world.secret_groups.values()],
+            "mlRepos": [
+                {"name": name, "id": repo.resource.id, "storageRoot": repo.storage_root}
+                for name, repo in world.ml_repos.items()
+            ],
+            "grants": [
+                {
+                    "subject": reference(world.subjects[(g.subject_type, g.subject_id)]),
+                    "role": g.role,
+                    "resource": f"{g.resource_type}:"
+                    + world.resources[(g.resource_type, g.resource_id)].name,
+                }
+                for g in world.grants
+            ],
+            "applications": [_dump_application(store, a) for a in world.applications.values()],
+            "artifactVersions": [
+                {
+                    "as": reference(v.created_by),
+                    "id": v.id,
+                    "artifactId": v.artifact_id,
+                    "createdAt": iso(v.created_at),
+                    "manifest": v.manifest,
+                    "tags": v.tags,
+                }
+                for v in world.artifact_versions.values()
+            ],
+            "personalAccessTokens": [
+                {
+                    "owner": reference(world.subjects[(t.owner_type, t.owner_id)]),
+                    "name": t.name,
+                    **(
+                        {"teamName": t.record["manifest"]["ownedBy"]["team"]}
+                        if "team" in t.record["manifest"]["ownedBy"]
+                        else {}
+                    ),
+                    "id": t.record["id"],
+                    "jwtId": t.jwt_id,
+                    "createdAt": t.record["createdAt"],
+                    **(
+                        {"lastAccessedAt": t.record["lastAccessedAt"]}
+                        if t.record["lastAccessedAt"]
+                        else {}
+                    ),
+                    **({"revoked": True} if t.revoked else {}),
+                }
+                for t in world.tokens.values()
+            ],
+            "modelResponses": [{"response": r} for r in world.model_responses.values()],
+            "clock": iso(store.sources.clock.now()),
+        }
+        return copy.deepcopy({key: value for key, value in document.items() if value != []})
+
+
+def _dump_secret_group(group: SecretGroup) -> dict[str, Any]:
+    return {
+        "name": group.resource.name,
+        "id": group.resource.id,
+        "integration": {"fqn": group.integration_fqn, "healthy": group.integration_healthy},
+        "secrets": [
+            {"key": s.key, "id": s.id, "values": [v.value for v in s.versions]}
+            for s in group.secrets.values()
+        ],
+    }
+
+
+def _dump_application(store: Store, application: Application) -> dict[str, Any]:
+    world = store.world
+    workspace = world.resources[("workspace", application.workspace_id)]
+    deployments = [world.deployments[d] for _, d in sorted(application.deployment_ids.items())]
+    runs = []
+    for run in world.job_runs[application.id]:
+        record: dict[str, Any] = {
+            "id": run.id,
+            "name": run.name,
+            "status": run.status,
+            "createdAt": iso(from_epoch_ms(run.created_at_ms)),
+            "triggeredBy": run.triggered_by.name,
+            "version": run.deployment_version,
+            "command": run.command,
+            "totalRetries": run.total_retries,
+        }
+        if run.duration_ms is not None:
+            record["durationSeconds"] = run.duration_ms / 1000
+        if run.exit_code is not None:
+            record["exitCode"] = run.exit_code
+        if run.error is not None:
+            record["error"] = run.error
+        runs.append(record)
+    return {
+        "name": application.name,
+        "id": application.id,
+        "type": application.type,
+        "workspace": workspace.name,
+        "applicationSetId": application.application_set_id,
+        "createdBy": application.created_by.name,
+        "deployments": [
+            {
+                "manifest": d.manifest,
+                "id": d.id,
+                "statusId": d.status_id,
+                "createdAt": iso(d.created_at),
+            }
+            for d in deployments
+        ],
+        "activeVersion": application.active_version,
+        **({"runs": runs} if runs else {}),
+    }

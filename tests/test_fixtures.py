@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.fixtures import FixtureError, check, default_fixtures, parse
+from mock_server.fixtures import FixtureError, check, default_fixtures, dump, parse
 from mock_server.state import Store
 from mock_server.state.jobs import ENDED, RUN_STATUSES
 
@@ -29,7 +30,7 @@ applications:
   - name: nightly
     type: job
     workspace: w1
-    deployments: [{}, {}]
+    deployments: [{manifest: {}}, {manifest: {}}]
 """
 
 
@@ -96,7 +97,11 @@ def test_a_document_must_be_a_mapping():
 
 
 def test_reference_to_unknown_record_names_its_line():
-    text = WORLD + "  - name: other\n    type: job\n    workspace: nowhere\n    deployments: [{}]\n"
+    text = (
+        WORLD
+        + "  - name: other\n    type: job\n    workspace: nowhere\n"
+        + "    deployments: [{manifest: {}}]\n"
+    )
     with pytest.raises(FixtureError) as raised:
         store_of(text)
     assert "doc0.yaml:18: applications[1]: no workspace named 'nowhere'" in str(raised.value)
@@ -178,3 +183,41 @@ def test_without_default_fixtures_the_world_is_only_the_given_files(tmp_path: Pa
     world.write_text(WORLD)
     mock = PlatformMock(MockConfig(fixtures=[world], default_fixtures=False))
     assert mock.store.identity.find_subject("user", "alice@acme.example") is None
+
+
+def reloaded(document: dict, seed: int = 5) -> Store:
+    """A store built from nothing but a dumped document (through JSON, as over HTTP)."""
+    return Store(seed, [check(json.loads(json.dumps(document)), "dump.json")])
+
+
+def test_dump_of_the_default_world_rebuilds_it():
+    original = dump(Store(0, default_fixtures()))
+    assert dump(reloaded(original)) == original
+
+
+def test_dump_is_a_valid_fixture_document():
+    check(dump(Store(0, default_fixtures())), "dump.json")
+
+
+def test_dump_after_api_changes_rebuilds_them(api, store):
+    manifest = {"type": "model-version", "name": "sentiment", "ml_repo": "demo-repo",
+                "source": {"type": "platform"}}  # fmt: skip
+    staged = api.post("/artifact-versions/stage", json={"manifest": manifest}).json()
+    api.put(
+        "/artifact-versions/tags",
+        json={"artifact_version_id": staged["id"], "tags": ["production"], "force": True},
+    )
+    api.get("/personal-access-tokens/ci", params={"teamName": "ml-platform"})
+    api.delete(f"/secret-groups/{store.secrets.group_named('llm-keys').resource.id}")
+    original = dump(store)
+    assert dump(reloaded(original)) == original
+
+
+def test_reloaded_dump_answers_the_api_alike(api, store):
+    api.get("/personal-access-tokens/ci")
+    copy = reloaded(dump(store))
+    alice = copy.identity.default_user()
+    caller = copy.identity.caller(alice.type, alice.id)
+    assert caller is not None
+    again = copy.tokens.get_or_create(caller, "ci", None)
+    assert again["data"] == api.get("/personal-access-tokens/ci").json()["data"]

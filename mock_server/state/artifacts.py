@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import datetime
 from typing import Any
 
 from mock_server import errors
@@ -45,8 +46,18 @@ class Artifacts(Area):
         return None
 
     @locked
-    def stage(self, caller: Caller, manifest: dict[str, Any]) -> dict[str, str]:
-        """Stage a new version for upload, creating the artifact on first use."""
+    def stage(
+        self,
+        caller: Caller,
+        manifest: dict[str, Any],
+        *,
+        version_id: str | None = None,
+        artifact_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> dict[str, str]:
+        """Stage a new version for upload, creating the artifact on first use.
+
+        The keyword arguments keep ids and time given by a fixture (e.g. a state dump)."""
         repo = self.world.ml_repos.get(manifest["ml_repo"])
         if repo is None:
             raise errors.MlRepoNotFound(f"No ML repo named {manifest['ml_repo']!r}")
@@ -61,7 +72,7 @@ class Artifacts(Area):
         self.store.tick()
         if artifact is None:
             artifact = Artifact(
-                id=self.sources.new_id("artifact"),
+                id=artifact_id or self.sources.new_id("artifact"),
                 ml_repo_id=repo.resource.id,
                 name=name,
                 type=type_,
@@ -69,13 +80,14 @@ class Artifacts(Area):
             )
             self.world.artifacts[artifact.id] = artifact
         version = ArtifactVersion(
-            id=self.sources.new_id("artifact-version"),
+            id=version_id or self.sources.new_id("artifact-version"),
             artifact_id=artifact.id,
             version=number,
             fqn=f"{artifact.fqn}:{number}",
             storage_root=f"{repo.storage_root}/{KIND_FOLDERS[type_]}/{name}/{number}/",
             manifest={**copy.deepcopy(manifest), "version": number},
-            created_at=self.sources.clock.now(),
+            created_at=created_at or self.sources.clock.now(),
+            created_by=self.store.identity.caller_subject(caller),
         )
         artifact.versions[number] = version.id
         self.world.artifact_versions[version.id] = version

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from mock_server.state.entities import Application, Caller, Deployment, Subject
@@ -50,6 +51,7 @@ class Deployments(Area):
         workspace_name: str,
         created_by: Subject,
         application_id: str | None = None,
+        application_set_id: str | None = None,
     ) -> Application:
         workspace = self.store.identity.resource_named("workspace", workspace_name)
         if any(
@@ -63,7 +65,7 @@ class Deployments(Area):
             type=type_,
             fqn=f"{workspace.fqn}:{name}",
             workspace_id=workspace.id,
-            application_set_id=self.sources.new_id("appset"),
+            application_set_id=application_set_id or self.sources.new_id("appset"),
             created_by=created_by,
         )
         self.world.applications[application.id] = application
@@ -72,19 +74,26 @@ class Deployments(Area):
 
     @locked
     def add_deployment(
-        self, application: Application, manifest: dict[str, Any], *, activate: bool = True
+        self,
+        application: Application,
+        manifest: dict[str, Any],
+        *,
+        activate: bool = True,
+        deployment_id: str | None = None,
+        created_at: datetime | None = None,
+        status_id: str | None = None,
     ) -> Deployment:
         version = max(application.deployment_ids, default=0) + 1
         manifest = {"name": application.name, "type": application.type, **copy.deepcopy(manifest)}
         deployment = Deployment(
-            id=self.sources.new_id("deployment"),
+            id=deployment_id or self.sources.new_id("deployment"),
             application_id=application.id,
             version=version,
             fqn=f"{application.fqn}:{version}",
             manifest=manifest,
             created_by=application.created_by,
-            created_at=self.sources.clock.now(),
-            status_id=self.sources.new_id("deployment-status"),
+            created_at=created_at or self.sources.clock.now(),
+            status_id=status_id or self.sources.new_id("deployment-status"),
             secret_fqns=referenced_secrets(manifest),
         )
         self.world.deployments[deployment.id] = deployment

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from mock_server.state.sources import epoch_ms, iso
+from mock_server.state.sources import iso
 
 SUBJECT_TYPES = ("user", "team", "virtualaccount", "agent")
 
@@ -113,6 +113,7 @@ class ArtifactVersion:
     storage_root: str
     manifest: dict[str, Any]
     created_at: datetime
+    created_by: Subject
     tags: list[str] = field(default_factory=list)
 
 
@@ -234,15 +235,10 @@ class JobRun:
 
 @dataclass
 class PersonalAccessToken:
+    owner_type: str
     owner_id: str
     name: str
     record: dict[str, Any]  # the wire record, built once at creation
     token: str  # the value first issued, returned again on every later get
     jwt_id: str
     revoked: bool = False
-
-
-def run_times(created: datetime, seconds: float | None) -> tuple[int, int | None]:
-    """Creation and end of a run in epoch milliseconds; no end while it has not finished."""
-    start = epoch_ms(created)
-    return start, (None if seconds is None else start + int(seconds * 1000))

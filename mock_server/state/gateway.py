@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from mock_server import errors
@@ -95,6 +96,14 @@ class Gateway(Area):
             "provider": provider,
         }
         self.world.model_responses[response_id] = response
+        return response
+
+    @locked
+    def add_stored(self, response: dict[str, Any]) -> dict[str, Any]:
+        """Store a complete response object as given (checked by the fixture loader)."""
+        if response["id"] in self.world.model_responses:
+            raise ValueError(f"model response {response['id']!r} already exists")
+        self.world.model_responses[response["id"]] = copy.deepcopy(response)
         return response
 
     @locked

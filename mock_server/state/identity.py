@@ -46,17 +46,18 @@ def role_actions(role: str) -> frozenset[str]:
 def manifest_name(*parts: str) -> str:
     """A role-binding name from its parts that always matches the contract's pattern.
 
-    Lower-cased, every other character turned into `-`, and cut to length with a short hash
-    of the full name so two long names never collide.
+    Lower-cased, every other character turned into `-`, cut to 66 characters. Whenever that
+    changed anything, a short hash of the original text is appended, so two different originals
+    (`Viewer` and `viewer`, two long names) never share a name.
     """
-    full = "-".join(parts).lower()
-    name = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", full)).strip("-")
+    full = "-".join(parts)
+    name = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", full.lower())).strip("-")
     if not name or not name[0].isalpha():
         name = f"rb-{name}".rstrip("-")
-    if len(name) > 66 or name != full:
+    if name != full or len(name) > 66:
         digest = hashlib.sha256(full.encode()).hexdigest()[:8]
         name = f"{name[: 66 - 9].rstrip('-')}-{digest}"
-    return name if len(name) >= 3 else f"{name}-rb"
+    return name
 
 
 class Identity(Area):
@@ -64,8 +65,8 @@ class Identity(Area):
 
     # -- building the world (fixtures) ---------------------------------------------------
     @locked
-    def set_tenant(self, name: str) -> Resource:
-        tenant = Resource("tenant", self.sources.new_id("tenant"), name, name)
+    def set_tenant(self, name: str, *, tenant_id: str | None = None) -> Resource:
+        tenant = Resource("tenant", tenant_id or self.sources.new_id("tenant"), name, name)
         self.world.tenant = tenant
         self.world.resources[("tenant", tenant.id)] = tenant
         return tenant

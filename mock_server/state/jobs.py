@@ -82,10 +82,10 @@ class Jobs(Area):
             application=application,
             deployment_id=deployment.id,
             deployment_version=version,
-            command=command or deployment.manifest.get("command", f"python {application.name}.py"),
+            command=command or _command(deployment.manifest, application.name),
             status=status,
             created_at_ms=start,
-            end_time_ms=None if seconds is None else start + int(seconds * 1000),
+            end_time_ms=None if seconds is None else start + round(seconds * 1000),
             total_retries=total_retries,
             exit_code=exit_code if exit_code is not None else _exit_code(status),
             error=error if error is not None else _error(status),
@@ -100,7 +100,13 @@ class Jobs(Area):
         """Add `count` realistic runs: statuses spread over all nine, times and subjects
         consistent (a run ends after it starts; triggering users exist)."""
         rng = self.sources.random
+        identity = self.store.identity
+        workspace = self.world.resources[("workspace", application.workspace_id)]
         users = [s for s in self.world.subjects.values() if s.type == "user"]
+        # Runs are triggered by people who can see the job, when there are any.
+        users = [
+            u for u in users if identity.allowed(Caller(u.type, u.id, u.slug), "read", workspace)
+        ] or users
         versions = sorted(application.deployment_ids)
         start = self.sources.clock.now() - timedelta(days=30)
         for _ in range(count):
@@ -162,6 +168,12 @@ class Jobs(Area):
             "data": [run.to_api() for run in page],
             "pagination": {"total": len(runs), "offset": offset, "limit": limit},
         }
+
+
+def _command(manifest: dict[str, Any], application_name: str) -> str:
+    """The command a deployment runs: its build spec's, else a plausible default."""
+    build_spec = (manifest.get("image") or {}).get("build_spec") or {}
+    return build_spec.get("command") or f"python {application_name}.py"
 
 
 def _exit_code(status: str) -> int | None:

@@ -31,6 +31,9 @@ class Clock:
         self._now += timedelta(seconds=seconds)
         return self._now
 
+    def set(self, moment: datetime) -> None:
+        self._now = moment
+
 
 class Sources:
     """Seeded id source, Faker and random generator of one store."""
@@ -58,6 +61,19 @@ def iso(moment: datetime) -> str:
     )
 
 
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def epoch_ms(moment: datetime) -> int:
-    """Milliseconds since the Unix epoch, the unit of job-run times."""
-    return int(moment.timestamp() * 1000)
+    """Milliseconds since the Unix epoch, the unit of job-run times (exact, no float)."""
+    return (moment - UNIX_EPOCH) // timedelta(milliseconds=1)
+
+
+def from_epoch_ms(ms: int) -> datetime:
+    return UNIX_EPOCH + timedelta(milliseconds=ms)
+
+
+def parse_iso(text: str) -> datetime:
+    """An ISO 8601 timestamp as an aware UTC datetime (naive ones are taken as UTC)."""
+    moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

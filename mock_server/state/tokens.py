@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from mock_server import errors
@@ -19,8 +19,19 @@ class Tokens(Area):
     """Tokens are owned by the caller that created them; names are unique per owner."""
 
     @locked
-    def get_or_create(self, caller: Caller, name: str, team_name: str | None) -> dict[str, Any]:
-        """The caller's token named `name`, created with a fresh value when absent."""
+    def get_or_create(
+        self,
+        caller: Caller,
+        name: str,
+        team_name: str | None,
+        *,
+        token_id: str | None = None,
+        jwt_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> dict[str, Any]:
+        """The caller's token named `name`, created with a fresh value when absent.
+
+        The keyword arguments keep ids and time given by a fixture (e.g. a state dump)."""
         existing = self.world.tokens.get((caller.subject_id, name))
         if existing is not None:
             return self._response(existing, created=False)
@@ -40,16 +51,11 @@ class Tokens(Area):
                 ],
             )
         self.store.tick()
-        now = self.sources.clock.now()
+        now = created_at or self.sources.clock.now()
         expiry = now + TOKEN_LIFETIME
-        token_id = self.sources.new_id("pat")
-        jwt_id = self.sources.new_id("jti")
+        token_id = token_id or self.sources.new_id("pat")
+        jwt_id = jwt_id or self.sources.new_id("jti")
         tenant = identity.tenant
-        grants = [
-            (grant, identity.world.resources.get((grant.resource_type, grant.resource_id)))
-            for grant in self.world.grants
-            if (grant.subject_type, grant.subject_id) == (owner.type, owner.id)
-        ]
         owned_by = {"account": tenant.name} | ({"team": team_name} if team_name else {})
         record = {
             "id": token_id,
@@ -67,11 +73,7 @@ class Tokens(Area):
             "manifest": {
                 "name": name,
                 "type": "virtual-account",
-                "permissions": [
-                    {"resource_fqn": r.fqn, "resource_type": r.type, "role_id": g.role}
-                    for g, r in grants
-                    if r is not None
-                ],
+                "permissions": [],
                 "expiration_date": iso(expiry),
                 "ownedBy": owned_by,
                 "tags": {},
@@ -90,6 +92,34 @@ class Tokens(Area):
                 }
             ],
             "metadata": {},
+            "roleIds": [],
+            "rolesWithResource": [],
+        }
+        value = self.store.signer.mint(owner, issued_at=now, expires_at=expiry, jwt_id=jwt_id)
+        token = PersonalAccessToken(owner.type, owner.id, name, record, value, jwt_id)
+        self.world.tokens[(owner.id, name)] = token
+        return self._response(token, created=True)
+
+    def _response(self, token: PersonalAccessToken, *, created: bool) -> dict[str, Any]:
+        """The token as the API shows it. A token acts with its owner's grants, so the
+        permissions and roles are those the owner holds now, not at creation."""
+        world = self.world
+        grants = [
+            (grant, world.resources[(grant.resource_type, grant.resource_id)])
+            for grant in world.grants
+            if (grant.subject_type, grant.subject_id) == (token.owner_type, token.owner_id)
+        ]
+        expiry = token.record["jwts"][0]["expiry"]
+        record = {
+            **token.record,
+            "isExpired": expiry <= iso(self.sources.clock.now()),
+            "manifest": {
+                **token.record["manifest"],
+                "permissions": [
+                    {"resource_fqn": r.fqn, "resource_type": r.type, "role_id": g.role}
+                    for g, r in grants
+                ],
+            },
             "roleIds": sorted({g.role for g, _ in grants}),
             "rolesWithResource": [
                 {
@@ -101,14 +131,6 @@ class Tokens(Area):
                 for g, _ in grants
             ],
         }
-        value = self.store.signer.mint(owner, issued_at=now, expires_at=expiry, jwt_id=jwt_id)
-        token = PersonalAccessToken(owner.id, name, record, value, jwt_id)
-        self.world.tokens[(owner.id, name)] = token
-        return self._response(token, created=True)
-
-    def _response(self, token: PersonalAccessToken, *, created: bool) -> dict[str, Any]:
-        expiry = token.record["jwts"][0]["expiry"]
-        record = {**token.record, "isExpired": expiry <= iso(self.sources.clock.now())}
         return {"data": record, "token": token.token, "created": created}
 
     @locked

@@ -1,0 +1,235 @@
+"""Operation 8, GET {gateway}/responses/{id}: OpenAI-compatible stored responses and errors.
+
+Checked with the real `openai` client and with raw HTTP, each stored response validating
+strictly as `openai.types.responses.Response`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+from openai.types.responses import Response
+
+from tests.conftest import assert_error
+
+# The two responses the default fixtures name, with their stored text (fixtures/default.yaml).
+DEMO_ID = "resp_0000000000000000000000000000demo"
+INCOMPLETE_ID = "resp_00000000000000000000000incomplete"
+FIXTURE_TEXTS = {
+    DEMO_ID: "Hello! This is a stored response from the platform mock.",
+    INCOMPLETE_ID: "This answer was cut off because it reached max_output_tokens",
+}
+GENERATED = 3  # `- generate: 3` in the default fixtures
+
+# Fields the source document marks required on a model response.
+SOURCE_REQUIRED = {
+    "id",
+    "object",
+    "created_at",
+    "status",
+    "max_output_tokens",
+    "model",
+    "output",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "reasoning",
+    "service_tier",
+    "store",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_p",
+    "truncation",
+    "usage",
+    "metadata",
+    "provider",
+}
+
+
+@pytest.fixture
+def gateway(server, token) -> Iterator[httpx.Client]:
+    """httpx client of the gateway, authenticated as the default user."""
+    with httpx.Client(
+        base_url=server.gateway_url, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def client(server, token) -> Iterator[openai.OpenAI]:
+    """The real OpenAI client pointed at the gateway, authenticated as the default user."""
+    with openai.OpenAI(base_url=server.gateway_url, api_key=token, max_retries=0) as oai:
+        yield oai
+
+
+def _generated_ids(store) -> list[str]:
+    return [rid for rid in store.world.model_responses if rid not in FIXTURE_TEXTS]
+
+
+def _stored_text(stored: dict) -> str:
+    return "".join(
+        part["text"]
+        for item in stored["output"]
+        if item["type"] == "message"
+        for part in item["content"]
+        if part["type"] == "output_text"
+    )
+
+
+# Every response of the default fixtures: the two named ones, and the generated ones by
+# position (their ids come from the seed, so they are looked up in the store).
+DEFAULT_RESPONSES = [
+    pytest.param(DEMO_ID, id="demo"),
+    pytest.param(INCOMPLETE_ID, id="incomplete"),
+    *[pytest.param(index, id=f"generated-{index + 1}") for index in range(GENERATED)],
+]
+
+
+def _resolve(store, which: str | int) -> str:
+    if isinstance(which, int):
+        generated = _generated_ids(store)
+        assert len(generated) == GENERATED
+        return generated[which]
+    assert which in store.world.model_responses
+    return which
+
+
+# --- retrieval -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "response_id",
+    [pytest.param(DEMO_ID, id="demo"), pytest.param(INCOMPLETE_ID, id="incomplete")],
+)
+def test_openai_client_retrieves_the_stored_text(client, response_id):
+    response = client.responses.retrieve(response_id)
+    assert isinstance(response, Response)
+    assert response.id == response_id
+    assert response.output_text == FIXTURE_TEXTS[response_id]
+
+
+def test_openai_client_retrieves_generated_responses_with_their_stored_text(client, store):
+    generated = _generated_ids(store)
+    assert len(generated) == GENERATED
+    for response_id in generated:
+        stored = store.world.model_responses[response_id]
+        response = client.responses.retrieve(response_id)
+        assert response.id == response_id
+        assert response.output_text == _stored_text(stored) != ""
+
+
+def test_incomplete_response_says_why_it_was_cut_off(client):
+    response = client.responses.retrieve(INCOMPLETE_ID)
+    assert response.status == "incomplete"
+    assert response.incomplete_details is not None
+    assert response.incomplete_details.reason == "max_output_tokens"
+
+
+@pytest.mark.parametrize("which", DEFAULT_RESPONSES)
+def test_default_response_validates_strictly_as_openai_response(gateway, store, which):
+    response_id = _resolve(store, which)
+    raw = gateway.get(f"/responses/{response_id}")
+    assert raw.status_code == 200, raw.text
+    assert raw.headers["content-type"] == "application/json"
+    validated = Response.model_validate(raw.json(), strict=True)
+    assert validated.id == response_id
+    assert validated.object == "response"
+
+
+def test_every_stored_response_validates_strictly_as_openai_response(gateway, store):
+    response_ids = list(store.world.model_responses)
+    assert len(response_ids) == len(FIXTURE_TEXTS) + GENERATED
+    for response_id in response_ids:
+        raw = gateway.get(f"/responses/{response_id}")
+        assert raw.status_code == 200, (response_id, raw.text)
+        Response.model_validate(raw.json(), strict=True)
+
+
+@pytest.mark.parametrize("which", DEFAULT_RESPONSES)
+def test_response_is_the_stored_object_unchanged(gateway, store, which):
+    response_id = _resolve(store, which)
+    body = gateway.get(f"/responses/{response_id}").json()
+    assert body == store.world.model_responses[response_id]
+
+
+def test_response_carries_every_field_the_source_requires(gateway):
+    body = gateway.get(f"/responses/{DEMO_ID}").json()
+    assert not SOURCE_REQUIRED - set(body), SOURCE_REQUIRED - set(body)
+    assert isinstance(body["provider"], str) and body["provider"]
+    assert isinstance(body["metadata"], dict)
+
+
+def test_personal_access_token_authenticates_on_the_gateway(api, server):
+    issued = api.get("/personal-access-tokens/gateway-ci").json()
+    with openai.OpenAI(base_url=server.gateway_url, api_key=issued["token"], max_retries=0) as oai:
+        assert oai.responses.retrieve(DEMO_ID).id == DEMO_ID
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def test_unknown_response_id_is_404(gateway, store):
+    assert "resp_does_not_exist" not in store.world.model_responses
+    body = assert_error(gateway.get("/responses/resp_does_not_exist"), 404, 40407)
+    assert "resp_does_not_exist" in body["message"]
+
+
+def test_openai_client_raises_not_found_for_unknown_id(client):
+    with pytest.raises(openai.NotFoundError) as raised:
+        client.responses.retrieve("resp_does_not_exist")
+    assert raised.value.status_code == 404
+    assert isinstance(raised.value.body, dict)
+    assert raised.value.body["code"] == 40407
+
+
+def test_metadata_header_with_a_json_object_is_accepted(gateway):
+    plain = gateway.get(f"/responses/{DEMO_ID}")
+    with_metadata = gateway.get(
+        f"/responses/{DEMO_ID}", headers={"x-platform-metadata": '{"team": "ml", "env": "dev"}'}
+    )
+    assert with_metadata.status_code == 200, with_metadata.text
+    assert with_metadata.json() == plain.json()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        pytest.param("[1]", id="json-array"),
+        pytest.param('"text"', id="json-string"),
+        pytest.param("not json", id="not-json"),
+        pytest.param("null", id="json-null"),
+        pytest.param("42", id="json-number"),
+    ],
+)
+def test_metadata_header_that_is_not_a_json_object_is_400(gateway, header):
+    response = gateway.get(f"/responses/{DEMO_ID}", headers={"x-platform-metadata": header})
+    body = assert_error(response, 400, 40004)
+    assert [(d["location"], d["field"]) for d in body["details"]] == [
+        ("header", "x-platform-metadata")
+    ]
+
+
+def test_missing_token_is_401(anonymous, server):
+    assert_error(anonymous.get(f"{server.gateway_url}/responses/{DEMO_ID}"), 401, 40101)
+
+
+def test_openai_client_with_a_bad_token_raises_authentication_error(server):
+    with (
+        openai.OpenAI(base_url=server.gateway_url, api_key="not-a-jwt", max_retries=0) as oai,
+        pytest.raises(openai.AuthenticationError) as raised,
+    ):
+        oai.responses.retrieve(DEMO_ID)
+    assert raised.value.status_code == 401
+
+
+def test_unknown_gateway_path_is_404_with_the_error_body(gateway):
+    body = assert_error(gateway.get("/no-such-thing"), 404, 40401)
+    assert "/no-such-thing" in body["message"]
+
+
+def test_unsupported_method_is_405_with_the_error_body(gateway):
+    assert_error(gateway.delete(f"/responses/{DEMO_ID}"), 405, 40501)
