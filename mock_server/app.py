@@ -23,6 +23,10 @@ from connexion.exceptions import (
 )
 from connexion.jsonifier import Jsonifier
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from connexion.middleware import ConnexionMiddleware
+from connexion.middleware.request_validation import (
+    RequestValidationMiddleware as ConnexionRequestValidationMiddleware,
+)
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
@@ -34,7 +38,7 @@ from mock_server.handlers import OPERATIONS
 from mock_server.handlers.context import EXTENSION
 from mock_server.resources import package_file
 from mock_server.state import Store
-from mock_server.validation import VALIDATOR_MAP, invalid_request
+from mock_server.validation import VALIDATOR_MAP, RequestValidationMiddleware, invalid_request
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +81,10 @@ def build_connexion_app(
 ) -> connexion.FlaskApp:
     app = connexion.FlaskApp(
         __name__,
+        middlewares=[
+            RequestValidationMiddleware if m is ConnexionRequestValidationMiddleware else m
+            for m in ConnexionMiddleware.default_middlewares
+        ],
         specification_dir=package_file("spec"),
         strict_validation=True,
         validate_responses=True,

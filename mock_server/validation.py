@@ -16,6 +16,14 @@ from urllib.parse import parse_qsl
 from connexion.datastructures import MediaTypeDict
 from connexion.json_schema import Draft4RequestValidator, Draft4ResponseValidator
 from connexion.lifecycle import ConnexionRequest
+from connexion.middleware.request_validation import (
+    RequestValidationAPI,
+    RequestValidationOperation,
+)
+from connexion.middleware.request_validation import (
+    RequestValidationMiddleware as ConnexionRequestValidationMiddleware,
+)
+from connexion.utils import is_nullable
 from connexion.validators import (
     JSONRequestBodyValidator,
     JSONResponseBodyValidator,
@@ -25,7 +33,7 @@ from connexion.validators import (
 )
 from jsonschema import Draft4Validator, ValidationError
 from starlette.datastructures import Headers
-from starlette.types import Receive, Scope
+from starlette.types import Receive, Scope, Send
 
 from mock_server import errors
 
@@ -172,64 +180,136 @@ class ParameterValidator(ConnexionParameterValidator):
         return violations(compiled(param.get("schema", {})), value, location, (name,))
 
 
+_NO_BODY = object()
+
+
+def _body_problem(message: str) -> errors.InvalidRequest:
+    return invalid_request([{"location": "body", "field": "", "message": message}])
+
+
 class JSONBodyValidator(JSONRequestBodyValidator):
-    """Checks a JSON request body: size, media type, encoding, syntax, then the schema."""
+    """Checks a JSON request body: size, media type, encoding, syntax, then the schema.
+
+    It reads the body itself, with or without Content-Length (chunked), stopping at the
+    size limit, and replays it to the handler unchanged.
+    """
 
     async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
         headers = Headers(scope=scope)
-        length = headers.get("content-length", "0")
-        if not length.isdigit():
+        length = headers.get("content-length")
+        if length is not None and not length.isdigit():
             raise invalid_request(
                 [{"location": "header", "field": "content-length", "message": "is not a number"}]
             )
-        if int(length) > MAX_BODY_BYTES:
+        if length is not None and int(length) > MAX_BODY_BYTES:
             raise errors.PayloadTooLarge(
                 f"Request body is {int(length)} bytes; the limit is {MAX_BODY_BYTES} bytes (1 MiB)"
             )
-        if int(length) and "content-type" not in headers:
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        if (chunked or int(length or 0)) and "content-type" not in headers:
             raise errors.UnsupportedMediaType(
                 "Request has a body but no Content-Type; send application/json"
             )
-        if not int(length) and self._required:
-            raise invalid_request(
-                [{"location": "body", "field": "", "message": "a JSON request body is required"}]
-            )
-        return await super().wrap_receive(receive, scope=scope)
-
-    async def _parse(self, stream: t.AsyncGenerator[bytes, None], scope: Scope) -> t.Any:
-        chunks, size = [], 0
-        async for chunk in stream:
-            size += len(chunk)
+        messages: list[t.MutableMapping[str, t.Any]] = []
+        size = 0
+        more_body = True
+        while more_body:
+            message = await receive()
+            messages.append(message)
+            size += len(message.get("body", b""))
             if size > MAX_BODY_BYTES:
-                raise errors.PayloadTooLarge()
-            chunks.append(chunk)
-        raw = b"".join(chunks)
+                raise errors.PayloadTooLarge(
+                    f"Request body is over the limit of {MAX_BODY_BYTES} bytes (1 MiB)"
+                )
+            more_body = message.get("more_body", False)
+        raw = b"".join(m.get("body", b"") for m in messages)
+        body = self._decode(raw)
+        if body is _NO_BODY:
+            if self._required:
+                raise _body_problem("a JSON request body is required")
+        else:
+            self._validate(body)
+        if length is None:
+            # The WSGI side reads only as many bytes as Content-Length says: a chunked body,
+            # now read whole, is handed on with its length.
+            kept = [
+                (name, value)
+                for name, value in scope["headers"]
+                if name not in (b"content-length", b"transfer-encoding")
+            ]
+            scope = {**scope, "headers": [*kept, (b"content-length", str(len(raw)).encode())]}
+        return self._insert_messages(receive, messages=messages), scope
+
+    def _decode(self, raw: bytes) -> t.Any:
         if not raw:
-            return None
+            return _NO_BODY
         try:
             text = raw.decode(self._encoding)
         except (UnicodeDecodeError, LookupError):
-            raise invalid_request(
-                [
-                    {
-                        "location": "body",
-                        "field": "",
-                        "message": f"is not valid {self._encoding} text",
-                    }
-                ]
-            ) from None
+            raise _body_problem(f"is not valid {self._encoding} text") from None
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise invalid_request(
-                [{"location": "body", "field": "", "message": f"is not valid JSON: {exc}"}]
-            ) from None
+            raise _body_problem(f"is not valid JSON: {exc}") from None
 
     def _validate(self, body: t.Any) -> dict | None:
         details = violations(compiled(self._schema), body, "body")
         if details:
             raise invalid_request(details)
         return None
+
+
+class _CollectingOperation(RequestValidationOperation):
+    """Connexion's request validation, reporting parameter and body violations together."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        operation = self._operation
+        uri_parser = operation._uri_parser_class(operation.parameters, operation.body_definition())
+        details: list[Detail] = []
+        try:
+            self._validator_map["parameter"](
+                operation.parameters,
+                uri_parser=uri_parser,
+                strict_validation=self.strict_validation,
+                security_query_params=self.security_query_params,
+            ).validate(scope)
+        except errors.InvalidRequest as exc:
+            details = exc.details
+        mime_type, encoding = self.extract_content_type(scope["headers"])
+        self.validate_mime_type(mime_type)
+        schema = operation.body_schema(mime_type)
+        body_validator = self._validator_map["body"].get(mime_type) if schema else None
+        if body_validator is not None:
+            validator = body_validator(
+                schema=schema,
+                required=operation.request_body.get("required", False),
+                nullable=is_nullable(operation.body_definition(mime_type)),
+                encoding=encoding,
+                strict_validation=self.strict_validation,
+            )
+            try:
+                receive, scope = await validator.wrap_receive(receive, scope=scope)
+            except errors.InvalidRequest as exc:
+                details = details + exc.details
+        if details:
+            raise invalid_request(details)
+        await self.next_app(scope, receive, send)
+
+
+class _CollectingAPI(RequestValidationAPI):
+    def make_operation(self, operation: t.Any) -> RequestValidationOperation:
+        return _CollectingOperation(
+            self.next_app,
+            operation=operation,
+            strict_validation=self.strict_validation,
+            validator_map=self.validator_map,
+        )
+
+
+class RequestValidationMiddleware(ConnexionRequestValidationMiddleware):
+    """Drop-in for Connexion's request validation middleware (see `_CollectingOperation`)."""
+
+    api_cls = _CollectingAPI
 
 
 class JSONResponseValidator(JSONResponseBodyValidator):

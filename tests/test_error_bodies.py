@@ -1,0 +1,429 @@
+"""The platform error body on every failure path: auth, contract, routing, methods and bodies.
+
+Every error, whoever raises it (the security layer, request validation, routing, the body
+reader), must leave as `{"statusCode", "message", "code", "details"}` with
+`Content-Type: application/json`, never Connexion's `application/problem+json`, and never as
+a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from mock_server.validation import MAX_BODY_BYTES
+from tests.conftest import CONTROL_PLANE, assert_error
+
+DEMO_RESPONSE = "resp_0000000000000000000000000000demo"
+
+
+@dataclass
+class Call:
+    """One well-formed request of an operation, addressed by absolute URL."""
+
+    method: str
+    url: str
+    params: dict[str, Any] = field(default_factory=dict)
+    json: Any = None
+
+    def send(self, client: httpx.Client, **overrides: Any) -> httpx.Response:
+        kwargs: dict[str, Any] = {"params": self.params}
+        if self.json is not None:
+            kwargs["json"] = self.json
+        kwargs.update(overrides)
+        return client.request(self.method, self.url, **kwargs)
+
+
+def _sentiment_version_id(store) -> str:
+    artifact = next(a for a in store.world.artifacts.values() if a.name == "sentiment")
+    return artifact.versions[1]
+
+
+def _calls(server, store) -> dict[str, Call]:
+    """A valid request of each of the eight operations, built from the default world."""
+    cp = server.url + CONTROL_PLANE
+    alice = store.identity.subject_named("user", "alice@acme.example")
+    llm_keys = store.secrets.group_named("llm-keys")
+    trainer = store.deployments.application_named("trainer")
+    return {
+        "generate-role-binding-manifests": Call(
+            "GET",
+            f"{cp}/role-bindings/generate-manifest",
+            params={"subjectType": "user", "subjectId": alice.id},
+        ),
+        "list-secret-deployments": Call(
+            "POST", f"{cp}/secrets/deployments", json={"secretIds": list(llm_keys.secrets)}
+        ),
+        "stage-artifact-version": Call(
+            "POST",
+            f"{cp}/artifact-versions/stage",
+            json={
+                "manifest": {
+                    "type": "artifact-version",
+                    "name": "tokenizer",
+                    "ml_repo": "demo-repo",
+                    "source": {"type": "platform", "uri": "s3://bucket/tokenizer/"},
+                }
+            },
+        ),
+        "apply-artifact-version-tags": Call(
+            "PUT",
+            f"{cp}/artifact-versions/tags",
+            json={"artifact_version_id": _sentiment_version_id(store), "tags": ["candidate"]},
+        ),
+        "get-or-create-personal-access-token": Call("GET", f"{cp}/personal-access-tokens/ci"),
+        "delete-secret-group": Call("DELETE", f"{cp}/secret-groups/{llm_keys.resource.id}"),
+        "list-job-runs": Call("GET", f"{cp}/jobs/{trainer.id}/runs"),
+        "get-model-response": Call("GET", f"{server.gateway_url}/responses/{DEMO_RESPONSE}"),
+    }
+
+
+OPERATIONS = [
+    pytest.param(name, id=name)
+    for name in (
+        "generate-role-binding-manifests",
+        "list-secret-deployments",
+        "stage-artifact-version",
+        "apply-artifact-version-tags",
+        "get-or-create-personal-access-token",
+        "delete-secret-group",
+        "list-job-runs",
+        "get-model-response",
+    )
+]
+BODY_OPERATIONS = [
+    pytest.param(name, id=name)
+    for name in (
+        "list-secret-deployments",
+        "stage-artifact-version",
+        "apply-artifact-version-tags",
+    )
+]
+
+
+@pytest.fixture
+def client(token: str) -> Iterator[httpx.Client]:
+    """An authenticated client of the whole server (control plane and gateway)."""
+    with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as authenticated:
+        yield authenticated
+
+
+@pytest.fixture
+def calls(server, store) -> dict[str, Call]:
+    return _calls(server, store)
+
+
+def platform_error(response: httpx.Response, status: int, code: int) -> dict:
+    """Not a 500, not a problem+json: the platform error body with this status and code."""
+    assert response.status_code < 500, response.text
+    assert "problem" not in response.headers.get("content-type", ""), response.headers
+    return assert_error(response, status, code)
+
+
+def _world(store) -> tuple:
+    """What the mutating operations could change: groups, versions and tags, tokens."""
+    world = store.world
+    return (
+        sorted(world.secret_groups),
+        sorted((v.id, tuple(v.tags)) for v in world.artifact_versions.values()),
+        sorted(world.tokens),
+    )
+
+
+def _raw_post(client: httpx.Client, url: str, body: bytes, **headers: str) -> httpx.Response:
+    """POST raw bytes with exactly the given extra headers (httpx adds no Content-Type)."""
+    return client.post(url, content=body, headers=headers)
+
+
+def _chunks(body: bytes) -> Iterator[bytes]:
+    """A body streamed without Content-Length (Transfer-Encoding: chunked)."""
+    step = 64 * 1024
+    for start in range(0, len(body), step):
+        yield body[start : start + step]
+
+
+# -- the requests used below are valid -----------------------------------------------------
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_well_formed_request_of_each_operation_succeeds(client, calls, operation):
+    response = calls[operation].send(client)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/json"
+
+
+# -- 401 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_request_without_token_is_401_error_body(anonymous, calls, operation):
+    body = platform_error(calls[operation].send(anonymous), 401, 40101)
+    assert "token" in body["message"].lower()
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_request_without_token_changes_nothing(anonymous, store, calls, operation):
+    before = _world(store)
+    calls[operation].send(anonymous)
+    assert _world(store) == before
+
+
+# -- 400: the contract ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_unknown_query_parameter_is_400_naming_it(client, calls, operation):
+    call = calls[operation]
+    response = call.send(client, params={**call.params, "bogus": "1"})
+    body = platform_error(response, 400, 40001)
+    assert len(body["details"]) == 1, body
+    detail = body["details"][0]
+    assert (detail["location"], detail["field"]) == ("query", "bogus")
+    assert isinstance(detail["message"], str) and detail["message"]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_request_breaking_the_contract_changes_nothing(client, store, calls, operation):
+    call = calls[operation]
+    before = _world(store)
+    platform_error(call.send(client, params={**call.params, "bogus": "1"}), 400, 40001)
+    assert _world(store) == before
+
+
+def test_several_query_violations_are_all_listed(client, calls):
+    call = calls["list-job-runs"]
+    response = call.send(client, params={"limit": "0", "offset": "-1", "order": "sideways"})
+    body = platform_error(response, 400, 40001)
+    assert sorted((d["location"], d["field"]) for d in body["details"]) == [
+        ("query", "limit"),
+        ("query", "offset"),
+        ("query", "order"),
+    ]
+    assert all(d["message"] for d in body["details"])
+
+
+def test_several_body_violations_are_all_listed(client, calls):
+    call = calls["apply-artifact-version-tags"]
+    response = call.send(client, json={"tags": "x", "force": "yes", "colour": "red"})
+    body = platform_error(response, 400, 40001)
+    assert sorted((d["location"], d["field"]) for d in body["details"]) == [
+        ("body", "artifact_version_id"),
+        ("body", "colour"),
+        ("body", "force"),
+        ("body", "tags"),
+    ]
+
+
+def test_query_and_body_violations_are_listed_together(client, calls):
+    call = calls["list-secret-deployments"]
+    response = call.send(client, params={"limit": "0"}, json={"secretIds": "not-a-list"})
+    body = platform_error(response, 400, 40001)
+    assert sorted((d["location"], d["field"]) for d in body["details"]) == [
+        ("body", "secretIds"),
+        ("query", "limit"),
+    ]
+
+
+# -- 404 and 405: routing ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(CONTROL_PLANE + "/no-such-thing", id="under-control-plane-prefix"),
+        pytest.param(CONTROL_PLANE + "/jobs", id="prefix-of-a-known-path"),
+        pytest.param("/no-such-thing", id="outside-any-prefix"),
+    ],
+)
+def test_unknown_path_is_404_40401(client, server, path):
+    body = platform_error(client.get(server.url + path), 404, 40401)
+    assert body["details"] == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/no-such-thing", id="unknown-resource"),
+        pytest.param("/responses", id="collection-without-id"),
+        pytest.param(f"/v1/responses/{DEMO_RESPONSE}", id="with-version-segment"),
+    ],
+)
+def test_unknown_path_under_gateway_prefix_is_404_40401(client, server, path):
+    platform_error(client.get(server.gateway_url + path), 404, 40401)
+
+
+def test_unknown_path_without_token_is_still_404(anonymous, server):
+    platform_error(anonymous.get(server.url + CONTROL_PLANE + "/no-such-thing"), 404, 40401)
+
+
+@pytest.mark.parametrize(
+    ("operation", "method", "allowed"),
+    [
+        pytest.param("list-job-runs", "DELETE", "GET", id="delete-job-runs"),
+        pytest.param("get-or-create-personal-access-token", "POST", "GET", id="post-token"),
+        pytest.param("list-secret-deployments", "GET", "POST", id="get-secret-deployments"),
+        pytest.param("delete-secret-group", "PUT", "DELETE", id="put-secret-group"),
+        pytest.param("get-model-response", "POST", "GET", id="post-gateway-response"),
+    ],
+)
+def test_wrong_method_on_known_path_is_405_40501(client, store, calls, operation, method, allowed):
+    before = _world(store)
+    response = client.request(method, calls[operation].url)
+    platform_error(response, 405, 40501)
+    assert allowed in response.headers.get("allow", ""), response.headers
+    assert _world(store) == before
+
+
+# -- bodies --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("operation", BODY_OPERATIONS)
+def test_malformed_json_body_is_400_in_body(client, calls, operation):
+    call = calls[operation]
+    response = client.request(
+        call.method,
+        call.url,
+        content=b'{"secretIds": [',
+        headers={"Content-Type": "application/json"},
+    )
+    body = platform_error(response, 400, 40001)
+    assert [d["location"] for d in body["details"]] == ["body"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(b"[]", id="array"),
+        pytest.param(b'"x"', id="string"),
+        pytest.param(b"3", id="number"),
+        pytest.param(b"null", id="null"),
+        pytest.param(b"true", id="boolean"),
+    ],
+)
+@pytest.mark.parametrize("operation", BODY_OPERATIONS)
+def test_json_body_that_is_not_an_object_is_400(client, calls, operation, raw):
+    call = calls[operation]
+    response = client.request(
+        call.method, call.url, content=raw, headers={"Content-Type": "application/json"}
+    )
+    body = platform_error(response, 400, 40001)
+    assert [d["location"] for d in body["details"]] == ["body"]
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        pytest.param("text/plain", id="text-plain"),
+        pytest.param("application/x-www-form-urlencoded", id="form"),
+        pytest.param("application/xml", id="xml"),
+    ],
+)
+@pytest.mark.parametrize("operation", BODY_OPERATIONS)
+def test_body_not_sent_as_json_is_415_41501(client, store, calls, operation, content_type):
+    call = calls[operation]
+    before = _world(store)
+    response = client.request(
+        call.method,
+        call.url,
+        content=httpx.Request("POST", "/", json=call.json).content,
+        headers={"Content-Type": content_type},
+    )
+    platform_error(response, 415, 41501)
+    assert _world(store) == before
+
+
+@pytest.mark.parametrize("operation", BODY_OPERATIONS)
+def test_body_without_content_type_is_415_41501(client, calls, operation):
+    call = calls[operation]
+    raw = httpx.Request("POST", "/", json=call.json).content
+    request = client.build_request(call.method, call.url, content=raw)
+    assert "content-type" not in request.headers
+    platform_error(client.send(request), 415, 41501)
+
+
+def test_streamed_body_without_content_type_is_415_41501(client, calls):
+    call = calls["list-secret-deployments"]
+    raw = httpx.Request("POST", "/", json=call.json).content
+    request = client.build_request("POST", call.url, content=_chunks(raw))
+    assert "content-type" not in request.headers
+    assert request.headers.get("transfer-encoding") == "chunked"
+    platform_error(client.send(request), 415, 41501)
+
+
+def _secret_ids_body(size: int) -> bytes:
+    """A valid operation-2 body of exactly `size` bytes (one long, unknown secret id)."""
+    head, tail = b'{"secretIds": ["', b'"]}'
+    return head + b"s" * (size - len(head) - len(tail)) + tail
+
+
+def test_body_of_exactly_1_mib_is_accepted(client, calls):
+    url = calls["list-secret-deployments"].url
+    response = _raw_post(
+        client, url, _secret_ids_body(MAX_BODY_BYTES), **{"Content-Type": "application/json"}
+    )
+    assert response.status_code == 200, response.text[:500]
+    assert response.json()["pagination"]["total"] == 0
+
+
+@pytest.mark.parametrize(
+    "streamed",
+    [
+        pytest.param(False, id="with-content-length"),
+        pytest.param(True, id="chunked"),
+    ],
+)
+def test_body_larger_than_1_mib_is_413_41301(client, calls, streamed):
+    url = calls["list-secret-deployments"].url
+    raw = _secret_ids_body(MAX_BODY_BYTES + 1)
+    response = client.post(
+        url,
+        content=_chunks(raw) if streamed else raw,
+        headers={"Content-Type": "application/json"},
+    )
+    platform_error(response, 413, 41301)
+
+
+def test_streamed_valid_body_is_read_not_reported_missing(client, calls):
+    call = calls["list-secret-deployments"]
+    raw = httpx.Request("POST", "/", json=call.json).content
+    response = client.post(
+        call.url, content=_chunks(raw), headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("operation", BODY_OPERATIONS)
+def test_body_that_is_not_utf8_is_400_in_body(client, calls, operation):
+    call = calls[operation]
+    response = client.request(
+        call.method,
+        call.url,
+        content=b'{"secretIds": ["\xff\xfe\xc3"]}',
+        headers={"Content-Type": "application/json"},
+    )
+    body = platform_error(response, 400, 40001)
+    assert [d["location"] for d in body["details"]] == ["body"]
+
+
+@pytest.mark.parametrize("operation", BODY_OPERATIONS)
+def test_missing_required_body_is_400_in_body(client, store, calls, operation):
+    call = calls[operation]
+    before = _world(store)
+    response = client.request(call.method, call.url, headers={"Content-Type": "application/json"})
+    body = platform_error(response, 400, 40001)
+    assert [d["location"] for d in body["details"]] == ["body"]
+    assert _world(store) == before
+
+
+@pytest.mark.parametrize("operation", BODY_OPERATIONS)
+def test_empty_object_body_lists_missing_required_fields(client, calls, operation):
+    call = calls[operation]
+    body = platform_error(call.send(client, json={}), 400, 40001)
+    assert body["details"], body
+    assert {d["location"] for d in body["details"]} == {"body"}
+    assert all(d["message"] == "is required" for d in body["details"]), body
+    assert {d["field"] for d in body["details"]} == set(call.json)
