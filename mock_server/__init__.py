@@ -1,7 +1,20 @@
 """Contract-driven, stateful mock of the platform's control plane and model gateway."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
-
-from mock_server.app import MockConfig, PlatformMock
-
 __all__ = ["MockConfig", "PlatformMock", "__version__"]
+
+if TYPE_CHECKING:
+    from mock_server.app import MockConfig, PlatformMock
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, so that `python -m mock_server` can set up warnings first.
+    if name in ("MockConfig", "PlatformMock"):
+        from mock_server import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module 'mock_server' has no attribute {name!r}")

@@ -6,14 +6,19 @@ import argparse
 import ipaddress
 import socket
 import sys
+import warnings
 from collections.abc import Sequence
 from types import FrameType
 
-import uvicorn
+# Connexion imports Starlette's test client, which warns about httpx at every start of the
+# command; the command never uses it.
+warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 
-from mock_server import __version__
-from mock_server.app import MockConfig, PlatformMock
-from mock_server.fixtures import FixtureError
+import uvicorn  # noqa: E402
+
+from mock_server import __version__  # noqa: E402
+from mock_server.app import MockConfig, PlatformMock  # noqa: E402
+from mock_server.fixtures import FixtureError  # noqa: E402
 
 EXIT_BAD_FIXTURES = 2
 EXIT_CANNOT_BIND = 3
