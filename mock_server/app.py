@@ -1,14 +1,16 @@
-"""The mock server app: both OpenAPI documents on one Connexion FlaskApp, with its own store.
+"""The mock server app: the three OpenAPI documents on one Connexion FlaskApp, with its state.
 
 Connexion routes every request by the specs, authenticates it (`auth`), validates it in both
 directions (`validation`) and calls the handler named by its operationId (`handlers`). Every
 error on the way, Connexion's and Starlette's included, leaves as the platform error body.
+Around that, the mock journals each platform request and injects faults (`middleware`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from connexion.exceptions import (
 )
 from connexion.jsonifier import Jsonifier
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
-from connexion.middleware import ConnexionMiddleware
+from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
 from connexion.middleware.request_validation import (
     RequestValidationMiddleware as ConnexionRequestValidationMiddleware,
 )
@@ -32,10 +34,14 @@ from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
-from mock_server import errors, fixtures
+from mock_server import contract, errors, fixtures
 from mock_server.auth import Authenticator
+from mock_server.faults import Faults
 from mock_server.handlers import OPERATIONS
 from mock_server.handlers.context import EXTENSION
+from mock_server.journal import Journal
+from mock_server.middleware import FaultInjection, RouteNotes, journaled, notes
+from mock_server.report import ContractReport
 from mock_server.resources import package_file
 from mock_server.state import Store
 from mock_server.validation import VALIDATOR_MAP, RequestValidationMiddleware, invalid_request
@@ -44,6 +50,8 @@ logger = logging.getLogger(__name__)
 
 CONTROL_PLANE_SPEC = "control-plane.yaml"
 GATEWAY_SPEC = "gateway.yaml"
+ADMIN_SPEC = "admin.yaml"
+ADMIN_PREFIX = "/__admin"
 
 
 @dataclass
@@ -58,10 +66,8 @@ class MockConfig:
 
 
 class PlatformMock:
-    """One mock server: an ASGI app with its own store and token authority.
-
-    Two instances in one process share nothing.
-    """
+    """One mock server: an ASGI app with its own store, token authority, request journal,
+    fault rules and contract report. Two instances in one process share nothing."""
 
     def __init__(self, config: MockConfig | None = None):
         self.config = config or MockConfig()
@@ -69,16 +75,28 @@ class PlatformMock:
         documents += [fixtures.load(path) for path in self.config.fixtures]
         self.store = Store(self.config.seed, documents, self.config.signing_key)
         self.auth = Authenticator(self.store)
+        self.journal = Journal()
+        self.faults = Faults(contract.documented_statuses())
+        self.report = ContractReport(contract.operations())
+        self.journal.observers.append(self.report.add)
         self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
-        self.app = build_connexion_app(self.store, self.auth, self.gateway_prefix)
+        self.app = build_connexion_app(self)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
+    def reset(self, seed: int | None = None, extra: Iterable[fixtures.Fixture] = ()) -> None:
+        """Back to the initial world (with another seed, or extra fixture documents, if
+        given), with an empty journal and no faults. The report keeps accumulating."""
+        self.store.reset(seed, extra)
+        self.journal.clear()
+        self.faults.clear()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
+        if scope["type"] != "http" or scope["path"].startswith(ADMIN_PREFIX):
+            await self.app(scope, receive, send)
+            return None
+        return await journaled(self.app, self.journal, scope, receive, send)
 
 
-def build_connexion_app(
-    store: Store, auth: Authenticator, gateway_prefix: str
-) -> connexion.FlaskApp:
+def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     app = connexion.FlaskApp(
         __name__,
         middlewares=[
@@ -89,15 +107,21 @@ def build_connexion_app(
         strict_validation=True,
         validate_responses=True,
         validator_map=VALIDATOR_MAP,
-        security_map=auth.security_map(),
+        security_map=mock.auth.security_map(),
         resolver=Resolver(function_resolver=OPERATIONS.__getitem__),
         pythonic_params=True,
         jsonifier=Jsonifier(json, separators=(",", ":")),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/docs"),
     )
     app.add_api(CONTROL_PLANE_SPEC, base_path="")
-    app.add_api(GATEWAY_SPEC, base_path=gateway_prefix)
-    app.app.extensions[EXTENSION] = store
+    app.add_api(GATEWAY_SPEC, base_path=mock.gateway_prefix)
+    app.add_api(ADMIN_SPEC, base_path=ADMIN_PREFIX)
+    app.add_middleware(RouteNotes, position=MiddlewarePosition.BEFORE_SECURITY)
+    # After security and request validation: a faulty request is still a valid one.
+    app.add_middleware(
+        FaultInjection, position=MiddlewarePosition.BEFORE_CONTEXT, faults=mock.faults
+    )
+    app.app.extensions[EXTENSION] = mock
     # Starlette picks the handler by the exception's class hierarchy: Connexion registers its
     # own for ProblemException, so each base is claimed here.
     for condition in (Exception, HTTPException, ProblemException, errors.PlatformError):
@@ -136,6 +160,7 @@ def as_platform_error(
 
 def render_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
     error = as_platform_error(exc, request)
+    notes(request.scope)["error"] = error
     headers: dict[str, Any] = dict(getattr(exc, "headers", None) or {})
     headers.pop("Content-Type", None)
     return ConnexionResponse(

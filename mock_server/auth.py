@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 ISSUER = "platform-mock"
 ALGORITHM = "HS256"
 DEV_TOKEN_LIFETIME = timedelta(days=3650)
+# The admin API's principal: not a subject of the world, so its token authenticates nowhere else.
+ADMIN = Subject(
+    type="admin", id="platform-mock-admin", name="admin", slug="admin", display_name="Mock admin"
+)
 
 
 def default_key(seed: int) -> str:
@@ -67,6 +71,20 @@ class Authenticator:
         self.store = store
 
     def authenticate(self, authorization: str | None) -> Caller:
+        """The platform subject a request's bearer token names."""
+        return self._caller(self._claims(authorization))
+
+    def authenticate_admin(self, authorization: str | None) -> dict[str, Any]:
+        """The admin token's claims; any other valid token is refused with 403."""
+        claims = self._claims(authorization)
+        if claims.get("subjectType") != ADMIN.type or claims.get("sub") != ADMIN.id:
+            raise errors.PermissionDenied(
+                "The admin API needs the mock's admin token; this token names a platform subject"
+            )
+        return claims
+
+    def _claims(self, authorization: str | None) -> dict[str, Any]:
+        """The verified claims of a bearer header, or the matching 401."""
         if not authorization:
             raise errors.MissingToken()
         scheme, _, token = authorization.strip().partition(" ")
@@ -99,14 +117,14 @@ class Authenticator:
             raise errors.BadTokenSignature("Bearer token signature does not verify") from None
         except jwt.InvalidTokenError as exc:
             raise errors.MalformedToken(f"Bearer token is not valid: {exc}") from None
-        return self._caller(claims)
-
-    def _caller(self, claims: dict[str, Any]) -> Caller:
         now = self.store.sources.clock.now().timestamp()
         if not isinstance(claims["exp"], int | float) or claims["exp"] <= now:
             raise errors.ExpiredToken("Bearer token has expired")
         if isinstance(claims.get("nbf"), int | float) and claims["nbf"] > now:
             raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
+        return claims
+
+    def _caller(self, claims: dict[str, Any]) -> Caller:
         subject_id, subject_type = claims.get("sub"), claims.get("subjectType")
         if not isinstance(subject_id, str) or not isinstance(subject_type, str):
             raise errors.UnknownTokenSubject("Bearer token names no subject")
@@ -119,14 +137,18 @@ class Authenticator:
         return caller
 
     def security_map(self) -> dict[str, type]:
-        """Connexion security handlers that check bearer tokens with this authenticator."""
+        """Connexion security handlers that check bearer tokens with this authenticator:
+        platform tokens, or the admin token where the scheme is marked
+        `x-platform-mock-admin`."""
         authenticator = self
 
         class PlatformBearer(BearerSecurityHandler):
-            def _resolve_func(self, security_scheme: dict) -> Any:
-                return authenticator.authenticate
+            def get_fn(self, security_scheme: dict, required_scopes: Any) -> Any:
+                if security_scheme.get("x-platform-mock-admin"):
+                    return lambda request: authenticator.authenticate_admin(
+                        request.headers.get("Authorization")
+                    )
 
-            def _get_verify_func(self, token_info_func: Any) -> Any:
                 def verify(request: Any) -> dict[str, Any]:
                     caller = authenticator.authenticate(request.headers.get("Authorization"))
                     return {"sub": caller.subject_id, "caller": caller}
@@ -137,6 +159,15 @@ class Authenticator:
 
     def dev_token(self, subject: Subject | None = None) -> str:
         """A long-lived token for a subject (default: the fixtures' default user)."""
-        subject = subject or self.store.identity.default_user()
-        now = self.store.sources.clock.now()
-        return self.store.signer.mint(subject, issued_at=now, expires_at=now + DEV_TOKEN_LIFETIME)
+        return self._long_lived(subject or self.store.identity.default_user())
+
+    def admin_token(self) -> str:
+        """The token of the admin API, which no platform subject's token can stand in for."""
+        return self._long_lived(ADMIN)
+
+    def _long_lived(self, subject: Subject) -> str:
+        # Issued at the start of the world's clock, so the token stays valid across resets.
+        start = self.store.sources.clock.start
+        return self.store.signer.mint(
+            subject, issued_at=start, expires_at=start + DEV_TOKEN_LIFETIME
+        )

@@ -19,6 +19,7 @@ import uvicorn  # noqa: E402
 from mock_server import __version__  # noqa: E402
 from mock_server.app import MockConfig, PlatformMock  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
+from mock_server.middleware import quiet_dropped_connections  # noqa: E402
 
 EXIT_BAD_FIXTURES = 2
 EXIT_CANNOT_BIND = 3
@@ -138,6 +139,7 @@ def serve(args: argparse.Namespace) -> int:
         )
     sys.stdout.flush()
     config = uvicorn.Config(mock, log_level=args.log_level, lifespan="off")
+    quiet_dropped_connections()
     _Server(config).run(sockets=[sock])
     return 0
 

@@ -59,6 +59,11 @@ class InvalidMetadataHeader(PlatformError):
     default_message = "x-platform-metadata must be a JSON object encoded as a string"
 
 
+class InvalidFaultRequest(PlatformError):
+    status, code = 400, 40005
+    default_message = "Prefer header asks for a fault the contract does not allow"
+
+
 # 401
 class MissingToken(PlatformError):
     status, code = 401, 40101
@@ -127,6 +132,11 @@ class ModelResponseNotFound(PlatformError):
     default_message = "Model response not found"
 
 
+class FaultNotFound(PlatformError):
+    status, code = 404, 40408
+    default_message = "No fault rule with this id"
+
+
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501
@@ -169,10 +179,20 @@ class SecretIntegrationUnavailable(PlatformError):
     )
 
 
-# 500
+# 500, 503
 class MockFailure(PlatformError):
     status, code = 500, 50001
     default_message = "The mock failed; this is a bug in the mock"
+
+
+class PlatformInternalError(PlatformError):
+    status, code = 500, 50002
+    default_message = "The platform failed to process the request"
+
+
+class ServiceUnavailable(PlatformError):
+    status, code = 503, 50301
+    default_message = "The platform is temporarily unavailable; retry later"
 
 
 def error_classes() -> list[type[PlatformError]]:

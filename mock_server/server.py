@@ -13,6 +13,7 @@ import time
 import uvicorn
 
 from mock_server.app import PlatformMock
+from mock_server.middleware import quiet_dropped_connections
 
 
 class BackgroundServer:
@@ -27,6 +28,7 @@ class BackgroundServer:
         self._server = uvicorn.Server(
             uvicorn.Config(mock, log_level="warning", lifespan="off", access_log=False)
         )
+        quiet_dropped_connections()
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )

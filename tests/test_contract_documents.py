@@ -14,7 +14,12 @@ from mock_server import errors
 from mock_server.handlers import OPERATIONS
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = {"control-plane": ROOT / "spec/control-plane.yaml", "gateway": ROOT / "spec/gateway.yaml"}
+SPECS = {
+    "control-plane": ROOT / "spec/control-plane.yaml",
+    "gateway": ROOT / "spec/gateway.yaml",
+    "admin": ROOT / "spec/admin.yaml",
+}
+PLATFORM = ("control-plane", "gateway")
 
 
 @cache
@@ -58,11 +63,11 @@ def test_gateway_path_has_no_version_segment():
 
 
 def test_every_operation_id_has_a_handler_and_every_handler_an_operation():
-    in_specs = set(operations("control-plane")) | set(operations("gateway"))
+    in_specs = {op for name in SPECS for op in operations(name)}
     assert in_specs == set(OPERATIONS)
 
 
-@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("name", PLATFORM)
 def test_every_operation_requires_the_bearer_scheme(name):
     document = spec(name)
     assert document["components"]["securitySchemes"]["bearerAuth"] == {
@@ -370,6 +375,12 @@ def test_operation_documents_the_decided_statuses(operation_id, statuses):
 
 
 TABLE_ROW = re.compile(r"^\|[^|]+\|\s*(\d{3})\s*\|\s*(\d{5})\s*\|$", re.MULTILINE)
+
+
+def test_admin_api_requires_the_admin_scheme():
+    scheme = spec("admin")["components"]["securitySchemes"]["adminAuth"]
+    assert (scheme["scheme"], scheme["x-platform-mock-admin"]) == ("bearer", True)
+    assert spec("admin")["security"] == [{"adminAuth": []}]
 
 
 def test_error_table_in_the_spec_matches_the_error_classes():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mock_server.handlers import artifacts, gateway, jobs, role_bindings, secrets, tokens
+from mock_server.handlers import admin, artifacts, gateway, jobs, role_bindings, secrets, tokens
 
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "generateRoleBindingManifests": role_bindings.generate_manifests,
@@ -20,4 +20,15 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "deleteSecretGroup": secrets.delete_group,
     "listJobRuns": jobs.list_runs,
     "getModelResponse": gateway.get_response,
+    # spec/admin.yaml
+    "adminReset": admin.reset,
+    "adminLoadFixtures": admin.load_fixtures,
+    "adminGetState": admin.get_state,
+    "adminGetJournal": admin.get_journal,
+    "adminClearJournal": admin.clear_journal,
+    "adminListFaults": admin.list_faults,
+    "adminAddFault": admin.add_fault,
+    "adminClearFaults": admin.clear_faults,
+    "adminDeleteFault": admin.delete_fault,
+    "adminGetReport": admin.get_report,
 }

@@ -22,6 +22,7 @@ class Clock:
     """
 
     def __init__(self, start: datetime = DEFAULT_EPOCH):
+        self.start = start
         self._now = start
 
     def now(self) -> datetime:

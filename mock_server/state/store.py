@@ -7,6 +7,7 @@ in one area object per part of the platform (`store.identity`, `store.secrets`, 
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 from collections.abc import Callable, Iterable
@@ -91,8 +92,8 @@ class Area:
 class Store:
     """The platform's state for one app: entities, rules, seeded sources and a lock.
 
-    `documents` are fixture documents (already checked); `reset()` rebuilds the world from
-    them and the seed, so a reset world is the same as a fresh one.
+    `documents` are the fixture documents (already checked) of the initial world; `reset()`
+    rebuilds the world from them and the seed, so a reset world is the same as a fresh one.
     """
 
     def __init__(
@@ -112,7 +113,7 @@ class Store:
 
         self.lock = threading.RLock()
         self.seed = seed
-        self.documents = list(documents)
+        self.initial_documents: list[Fixture] = list(documents)
         self.signer = Signer(signing_key or default_key(seed))
         self.identity: Identity = Identity(self)
         self.secrets: Secrets = Secrets(self)
@@ -125,8 +126,9 @@ class Store:
         self.sources = Sources(seed)
         self.reset()
 
-    def reset(self, seed: int | None = None) -> None:
-        """Rebuild the world from scratch: the fixture documents, loaded with the seed."""
+    def reset(self, seed: int | None = None, extra: Iterable[Fixture] = ()) -> None:
+        """Rebuild the world from scratch: the initial documents (then `extra` ones), with
+        the seed (a new one if given). Documents loaded since are dropped."""
         from mock_server.fixtures import apply_document
 
         with self.lock:
@@ -134,16 +136,20 @@ class Store:
                 self.seed = seed
             self.sources = Sources(self.seed)
             self.world = World()
-            for document in self.documents:
+            for document in [*self.initial_documents, *extra]:
                 apply_document(self, document)
 
     def load(self, document: Fixture) -> None:
-        """Add one more fixture document, now and after every reset."""
+        """Apply one more fixture document to the current world, whole or not at all."""
         from mock_server.fixtures import apply_document
 
         with self.lock:
-            apply_document(self, document)
-            self.documents.append(document)
+            before = copy.deepcopy((self.world, self.sources))
+            try:
+                apply_document(self, document)
+            except BaseException:
+                self.world, self.sources = before
+                raise
 
     def tick(self) -> None:
         """Move the clock on: called once per state change."""

@@ -1,0 +1,213 @@
+"""Fault and latency injection: rules that make an operation fail, slow down or hang up.
+
+A rule matches an operation (and optionally some of its parameters), waits for `after`
+matching calls, then applies its effect `times` times (or always): a status the contract
+documents for that operation, answered with the realistic platform error body; a delay;
+or a dropped connection. A request may also ask for a fault itself, in the style of Prism:
+`Prefer: code=424` and/or `Prefer: delay=250` (milliseconds).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from mock_server import errors
+
+MAX_DELAY_MS = 60_000
+
+# The condition a status stands for, where it depends on the operation.
+_BY_OPERATION: dict[tuple[str, int], type[errors.PlatformError]] = {
+    ("generateRoleBindingManifests", 400): errors.InvalidRoleBindingQuery,
+    ("getOrCreatePersonalAccessToken", 400): errors.InvalidTeam,
+    ("getModelResponse", 400): errors.InvalidMetadataHeader,
+    ("generateRoleBindingManifests", 404): errors.RoleBindingTargetNotFound,
+    ("stageArtifactVersion", 404): errors.MlRepoNotFound,
+    ("applyArtifactVersionTags", 404): errors.ArtifactVersionNotFound,
+    ("deleteSecretGroup", 404): errors.SecretGroupNotFound,
+    ("listJobRuns", 404): errors.JobNotFound,
+    ("getModelResponse", 404): errors.ModelResponseNotFound,
+    ("stageArtifactVersion", 409): errors.ArtifactVersionExists,
+    ("applyArtifactVersionTags", 409): errors.TagInUse,
+}
+_BY_STATUS: dict[int, type[errors.PlatformError]] = {
+    400: errors.InvalidRequest,
+    401: errors.ExpiredToken,
+    403: errors.PermissionDenied,
+    404: errors.RouteNotFound,
+    409: errors.TagInUse,
+    413: errors.PayloadTooLarge,
+    415: errors.UnsupportedMediaType,
+    422: errors.NotAJob,
+    424: errors.SecretIntegrationUnavailable,
+    500: errors.PlatformInternalError,
+    503: errors.ServiceUnavailable,
+}
+
+
+def error_for(operation_id: str, status: int) -> errors.PlatformError:
+    """The platform error an operation answers with that status."""
+    cls = _BY_OPERATION.get((operation_id, status)) or _BY_STATUS[status]
+    return cls()
+
+
+class FaultRefused(ValueError):
+    """A fault the contract does not allow, with the reason."""
+
+
+@dataclass
+class Fault:
+    """One rule. `times` None means always."""
+
+    id: str
+    operation_id: str
+    status: int | None = None
+    delay_ms: int = 0
+    drop: bool = False
+    match: dict[str, Any] = field(default_factory=dict)
+    after: int = 0
+    times: int | None = 1
+    applied: int = 0
+    seen: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "operationId": self.operation_id,
+            "status": self.status,
+            "delayMs": self.delay_ms,
+            "drop": self.drop,
+            "match": self.match,
+            "after": self.after,
+            "times": self.times,
+            "applied": self.applied,
+        }
+
+
+@dataclass
+class Decision:
+    """What to do to one request."""
+
+    delay_ms: int = 0
+    drop: bool = False
+    error: errors.PlatformError | None = None
+    source: str | None = None  # the rule id, or "prefer"
+
+
+class Faults:
+    """The fault rules of one mock, checked against the statuses its contract documents."""
+
+    def __init__(self, documented: dict[str, set[int]]):
+        self._documented = documented
+        self._lock = threading.Lock()
+        self._rules: list[Fault] = []
+        self._next = 0
+
+    def _check(self, operation_id: str, status: int | None, delay_ms: int) -> None:
+        if operation_id not in self._documented:
+            raise FaultRefused(f"no operation {operation_id!r} in the contract")
+        if status is not None:
+            allowed = sorted(s for s in self._documented[operation_id] if s >= 400)
+            if status not in allowed or status not in _BY_STATUS:
+                raise FaultRefused(
+                    f"{operation_id} does not document status {status}; "
+                    f"injectable: {', '.join(map(str, allowed))}"
+                )
+        if not 0 <= delay_ms <= MAX_DELAY_MS:
+            raise FaultRefused(f"delay must be 0 to {MAX_DELAY_MS} ms")
+
+    def add(
+        self,
+        operation_id: str,
+        *,
+        status: int | None = None,
+        delay_ms: int = 0,
+        drop: bool = False,
+        match: dict[str, Any] | None = None,
+        after: int = 0,
+        times: int | None = 1,
+    ) -> Fault:
+        """Add a rule; raises FaultRefused for a status the operation does not document."""
+        self._check(operation_id, status, delay_ms)
+        if status is None and not delay_ms and not drop:
+            raise FaultRefused("a fault needs a status, a delay or drop")
+        if status is not None and drop:
+            raise FaultRefused("a dropped connection has no status")
+        if times is not None and times < 1:
+            raise FaultRefused("times must be at least 1, or None for always")
+        with self._lock:
+            self._next += 1
+            rule = Fault(
+                f"fault-{self._next}",
+                operation_id,
+                status,
+                delay_ms,
+                drop,
+                dict(match or {}),
+                after,
+                times,
+            )
+            self._rules.append(rule)
+            return rule
+
+    def rules(self) -> list[Fault]:
+        with self._lock:
+            return list(self._rules)
+
+    def remove(self, fault_id: str) -> bool:
+        with self._lock:
+            kept = [r for r in self._rules if r.id != fault_id]
+            found = len(kept) != len(self._rules)
+            self._rules = kept
+            return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rules.clear()
+
+    def decide(self, operation_id: str, params: dict[str, Any], prefer: str | None) -> Decision:
+        """The fault to apply to one request: the `Prefer` header first, then the rules."""
+        if prefer:
+            decision = self._from_prefer(operation_id, prefer)
+            if decision is not None:
+                return decision
+        with self._lock:
+            for rule in self._rules:
+                if rule.operation_id != operation_id or not all(
+                    str(params.get(k)) == str(v) for k, v in rule.match.items()
+                ):
+                    continue
+                if rule.times is not None and rule.applied >= rule.times:
+                    continue
+                rule.seen += 1
+                if rule.seen <= rule.after:
+                    continue
+                rule.applied += 1
+                return Decision(
+                    rule.delay_ms,
+                    rule.drop,
+                    None if rule.status is None else error_for(operation_id, rule.status),
+                    rule.id,
+                )
+        return Decision()
+
+    def _from_prefer(self, operation_id: str, prefer: str) -> Decision | None:
+        wanted: dict[str, str] = {}
+        for part in prefer.replace(";", ",").split(","):
+            key, _, value = part.strip().partition("=")
+            if key in ("code", "delay"):
+                wanted[key] = value.strip()
+        if not wanted:
+            return None
+        try:
+            status = int(wanted["code"]) if "code" in wanted else None
+            delay = int(wanted.get("delay", "0"))
+            self._check(operation_id, status, delay)
+        except (ValueError, FaultRefused) as exc:
+            raise errors.InvalidFaultRequest(
+                f"Prefer header asks for a fault the contract does not allow: {exc}",
+                details=[{"location": "header", "field": "Prefer", "message": str(exc)}],
+            ) from None
+        error = None if status is None else error_for(operation_id, status)
+        return Decision(delay, False, error, "prefer")

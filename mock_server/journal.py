@@ -1,0 +1,177 @@
+"""The request journal: every request the mock received, in order, and helpers to assert on it.
+
+Every request to the platform API is recorded once, including those rejected by routing,
+authentication or validation, with its operation, parameters, body, status, error and any
+injected fault. Admin API requests are not recorded. The vocabulary follows respx:
+`calls`, `call_count`, `last`, `assert_called`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# Error codes that mean the request itself broke the contract: wrong shape, unknown route or
+# method, no usable bearer token, unsupported body.
+VIOLATION_CODES = frozenset({40001, 40101, 40102, 40401, 40501, 41301, 41501})
+BODY_LIMIT = 64 * 1024  # bytes of a request body kept in the journal
+
+
+@dataclass
+class Entry:
+    """One request and what the mock answered."""
+
+    seq: int
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    path_params: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    operation_id: str | None
+    status: int | None  # None when the connection was dropped on purpose
+    code: int | None = None
+    message: str | None = None
+    details: list[dict[str, Any]] = field(default_factory=list)
+    fault: str | None = None
+    test: str | None = None
+    duration_ms: float = 0.0
+
+    @property
+    def violation(self) -> bool:
+        """Whether this request broke the contract."""
+        return self.code in VIOLATION_CODES
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Path and query parameters, one value where one was given."""
+        query = {k: v[0] if len(v) == 1 else v for k, v in self.query.items()}
+        return {**query, **self.path_params}
+
+    def describe(self) -> str:
+        query = "&".join(f"{k}={v}" for k, values in self.query.items() for v in values)
+        target = f"{self.path}?{query}" if query else self.path
+        outcome = "dropped" if self.status is None else str(self.status)
+        code = f" code {self.code}" if self.code else ""
+        return f"#{self.seq} {self.method} {target} -> {outcome}{code} [{self.operation_id}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "method": self.method,
+            "path": self.path,
+            "query": self.query,
+            "pathParams": self.path_params,
+            "headers": self.headers,
+            "body": self.body,
+            "operationId": self.operation_id,
+            "status": self.status,
+            "code": self.code,
+            "message": self.message,
+            "details": self.details,
+            "fault": self.fault,
+            "test": self.test,
+            "durationMs": self.duration_ms,
+            "violation": self.violation,
+        }
+
+
+class Journal:
+    """The ordered, thread-safe record of one mock's requests."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[Entry] = []
+        self._seq = 0
+        self.label: str | None = None  # e.g. the current test, stamped on each entry
+        self.observers: list[Callable[[Entry], None]] = []
+
+    def next_seq(self) -> int:
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
+    def record(self, entry: Entry) -> None:
+        with self._lock:
+            entry.test = self.label
+            self._entries.append(entry)
+        for observer in self.observers:
+            observer(entry)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __iter__(self) -> Iterator[Entry]:
+        with self._lock:
+            return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    @property
+    def call_count(self) -> int:
+        return len(self)
+
+    @property
+    def last(self) -> Entry | None:
+        with self._lock:
+            return self._entries[-1] if self._entries else None
+
+    def calls(
+        self, operation_id: str | None = None, *, status: int | None = None, **params: Any
+    ) -> list[Entry]:
+        """The entries of an operation (all if None), with that status and those parameters."""
+        return [
+            e
+            for e in self
+            if (operation_id is None or e.operation_id == operation_id)
+            and (status is None or e.status == status)
+            and all(_same(e.params.get(k), v) for k, v in params.items())
+        ]
+
+    def assert_called(
+        self,
+        operation_id: str,
+        times: int | None = None,
+        *,
+        status: int | None = None,
+        **params: Any,
+    ) -> list[Entry]:
+        """Assert the operation was called (exactly `times` times if given) with the status
+        and parameters; on failure, the message lists the requests that came closest."""
+        found = self.calls(operation_id, status=status, **params)
+        if (times is None and found) or len(found) == times:
+            return found
+        wanted = f"{operation_id}" + "".join(f" {k}={v!r}" for k, v in params.items())
+        if status is not None:
+            wanted += f" -> {status}"
+        expected = "at least once" if times is None else f"{times} time(s)"
+        raise AssertionError(
+            f"expected {wanted} {expected}, found {len(found)}.\n"
+            + self._closest(operation_id, status, params)
+        )
+
+    def assert_not_called(self, operation_id: str, **params: Any) -> None:
+        self.assert_called(operation_id, 0, **params)
+
+    def _closest(self, operation_id: str, status: int | None, params: dict[str, Any]) -> str:
+        def score(entry: Entry) -> tuple[int, int]:
+            matched = sum(_same(entry.params.get(k), v) for k, v in params.items())
+            same_status = status is None or entry.status == status
+            return (2 * (entry.operation_id == operation_id) + same_status, matched)
+
+        ranked = sorted(self, key=score, reverse=True)[:5]
+        if not ranked:
+            return "No request was recorded."
+        return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
+
+
+def _same(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, list | tuple):
+        actual_list = actual if isinstance(actual, list) else [actual]
+        return [str(v) for v in actual_list] == [str(v) for v in expected]
+    return actual is not None and str(actual) == str(expected)

@@ -1,0 +1,152 @@
+"""The mock's own ASGI middlewares: journaling every request, and injecting faults.
+
+They talk to each other (and to the error handler) through a dict in the request scope's
+`extensions`, shared by every shallow copy Connexion makes of the scope: the route's path
+parameters, the error answered, the fault applied, whether to drop the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+from connexion.middleware.abstract import ROUTING_CONTEXT
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mock_server.faults import Faults
+from mock_server.journal import BODY_LIMIT, Entry, Journal
+
+NOTES = "platform_mock"
+KEPT_HEADERS = ("content-type", "content-length", "prefer", "user-agent", "x-platform-metadata")
+FAULT_HEADER = b"x-platform-mock-fault"
+# Returned to the server instead of None: uvicorn then closes the connection unanswered.
+DROP = "drop-connection"
+
+
+class _HideDrops(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return DROP not in record.getMessage()
+
+
+def quiet_dropped_connections() -> None:
+    """Keep uvicorn from logging an error for each connection a fault drops on purpose.
+
+    Call it after creating the uvicorn Config, which sets up uvicorn's loggers."""
+    logging.getLogger("uvicorn.error").addFilter(_HideDrops())
+
+
+def notes(scope: Scope) -> dict[str, Any]:
+    """The mock's notes about one request, shared by all copies of its scope."""
+    return scope.setdefault("extensions", {}).setdefault(NOTES, {})
+
+
+def _query(scope: Scope) -> dict[str, list[str]]:
+    return parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+
+
+def _body(raw: bytes) -> Any:
+    if not raw:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+async def journaled(
+    app: ASGIApp, journal: Journal, scope: Scope, receive: Receive, send: Send
+) -> Any:
+    """Serve one request through `app` and record it in the journal, exactly once."""
+    mine = notes(scope)
+    seq = journal.next_seq()
+    body = bytearray()
+    status: int | None = None
+
+    async def receive_() -> Message:
+        message = await receive()
+        if message["type"] == "http.request" and len(body) < BODY_LIMIT:
+            body.extend(message.get("body", b"")[: BODY_LIMIT - len(body)])
+        return message
+
+    async def send_(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            if mine.get("fault"):
+                headers = [*message.get("headers", []), (FAULT_HEADER, mine["fault"].encode())]
+                message = {**message, "headers": headers}
+        await send(message)
+
+    started = time.perf_counter()
+    try:
+        await app(scope, receive_, send_)
+    finally:
+        headers = Headers(scope=scope)
+        error = mine.get("error")
+        journal.record(
+            Entry(
+                seq=seq,
+                method=scope["method"],
+                path=scope["path"],
+                query=_query(scope),
+                path_params=dict(mine.get("path_params", {})),
+                headers={k: headers[k] for k in KEPT_HEADERS if k in headers},
+                body=_body(bytes(body)),
+                operation_id=scope["extensions"].get(ROUTING_CONTEXT, {}).get("operation_id"),
+                status=None if mine.get("drop") else status,
+                code=error.code if error else None,
+                message=error.message if error else None,
+                details=error.details if error else [],
+                fault=mine.get("fault"),
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
+        )
+    return DROP if mine.get("drop") else None
+
+
+class RouteNotes:
+    """Notes the routed path parameters, which Connexion keeps only on its own scope copy."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            notes(scope)["path_params"] = {
+                k: str(v) for k, v in scope.get("path_params", {}).items()
+            }
+        await self.app(scope, receive, send)
+
+
+class FaultInjection:
+    """Applies the fault rules (and `Prefer` headers) to routed, valid requests."""
+
+    def __init__(self, app: ASGIApp, faults: Faults):
+        self.app = app
+        self.faults = faults
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        operation_id = scope.get("extensions", {}).get(ROUTING_CONTEXT, {}).get("operation_id")
+        if scope["type"] != "http" or operation_id is None:
+            await self.app(scope, receive, send)
+            return
+        query = {k: v[0] if len(v) == 1 else v for k, v in _query(scope).items()}
+        params = {**query, **{k: str(v) for k, v in scope.get("path_params", {}).items()}}
+        decision = self.faults.decide(operation_id, params, Headers(scope=scope).get("prefer"))
+        mine = notes(scope)
+        if decision.source:
+            mine["fault"] = decision.source
+        if decision.delay_ms:
+            await asyncio.sleep(decision.delay_ms / 1000)
+        if decision.drop:
+            mine["drop"] = True
+            return
+        if decision.error is not None:
+            raise decision.error
+        await self.app(scope, receive, send)

@@ -1,0 +1,134 @@
+"""The contract report for CI: what a client's requests did to each operation of the contract.
+
+Per operation: calls, statuses returned, the requests that broke the contract (each in
+full, with the test that sent it), and which parameters and filter values were exercised.
+It accumulates for the life of the mock, across resets, and is written on shutdown.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mock_server.contract import Operation
+from mock_server.journal import Entry
+
+UNROUTED = "(no operation)"
+MAX_VALUES = 20  # distinct values kept per parameter
+MAX_VIOLATIONS = 50  # offending requests kept per operation
+
+
+@dataclass
+class _Usage:
+    calls: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    parameters: dict[str, set[str]] = field(default_factory=dict)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    violation_count: int = 0
+
+
+class ContractReport:
+    """Accumulates journal entries into a per-operation report."""
+
+    def __init__(self, operations: dict[str, Operation]):
+        self._operations = operations
+        self._lock = threading.Lock()
+        self._usage: dict[str, _Usage] = {op: _Usage() for op in operations}
+
+    def add(self, entry: Entry) -> None:
+        with self._lock:
+            usage = self._usage.setdefault(entry.operation_id or UNROUTED, _Usage())
+            usage.calls += 1
+            usage.statuses["dropped" if entry.status is None else str(entry.status)] += 1
+            for name, values in [
+                *entry.query.items(),
+                *((k, [v]) for k, v in entry.path_params.items()),
+            ]:
+                seen = usage.parameters.setdefault(name, set())
+                for value in values:
+                    if len(seen) < MAX_VALUES:
+                        seen.add(value)
+            if entry.violation:
+                usage.violation_count += 1
+                if len(usage.violations) < MAX_VIOLATIONS:
+                    usage.violations.append(
+                        {
+                            "test": entry.test,
+                            "request": f"{entry.method} {entry.path}",
+                            "query": entry.query,
+                            "body": entry.body,
+                            "status": entry.status,
+                            "code": entry.code,
+                            "message": entry.message,
+                            "details": entry.details,
+                        }
+                    )
+
+    @property
+    def violation_count(self) -> int:
+        with self._lock:
+            return sum(u.violation_count for u in self._usage.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        with self._lock:
+            operations = {}
+            for op_id, usage in self._usage.items():
+                declared = self._operations.get(op_id)
+                used = sorted(usage.parameters)
+                operations[op_id] = {
+                    "calls": usage.calls,
+                    "statuses": dict(sorted(usage.statuses.items())),
+                    "violations": usage.violation_count,
+                    "violatingRequests": usage.violations,
+                    "parametersExercised": {k: sorted(usage.parameters[k]) for k in used},
+                    "parametersNotExercised": [
+                        p for p in (declared.parameters if declared else ()) if p not in used
+                    ],
+                }
+            called = [op for op in self._operations if self._usage[op].calls]
+            return {
+                "summary": {
+                    "requests": sum(u.calls for u in self._usage.values()),
+                    "violations": sum(u.violation_count for u in self._usage.values()),
+                    "operationsCalled": len(called),
+                    "operationsInContract": len(self._operations),
+                    "operationsNotCalled": [op for op in self._operations if op not in called],
+                },
+                "operations": operations,
+            }
+
+    def text(self) -> str:
+        """A readable summary, naming each request that broke the contract."""
+        report = self.to_dict()
+        summary = report["summary"]
+        lines = [
+            f"Contract report: {summary['requests']} request(s), "
+            f"{summary['violations']} contract violation(s), "
+            f"{summary['operationsCalled']}/{summary['operationsInContract']} operations called",
+            "",
+        ]
+        for op_id, usage in report["operations"].items():
+            statuses = ", ".join(f"{s}x{n}" for s, n in usage["statuses"].items()) or "-"
+            lines.append(f"  {op_id:32} calls {usage['calls']:5}  statuses {statuses}")
+            if usage["parametersNotExercised"] and usage["calls"]:
+                lines.append(f"    not exercised: {', '.join(usage['parametersNotExercised'])}")
+            for violation in usage["violatingRequests"]:
+                where = f" in {violation['test']}" if violation["test"] else ""
+                outcome = f"{violation['status']} {violation['message']}"
+                lines.append(f"    VIOLATION{where}: {violation['request']} -> {outcome}")
+        if summary["operationsNotCalled"]:
+            lines += ["", f"  never called: {', '.join(summary['operationsNotCalled'])}"]
+        return "\n".join(lines) + "\n"
+
+    def write(self, path: str | Path) -> tuple[Path, Path]:
+        """Write the JSON report to `path` and the summary beside it (`.txt`)."""
+        json_path = Path(path)
+        text_path = json_path.with_suffix(".txt")
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        text_path.write_text(self.text())
+        return json_path, text_path
