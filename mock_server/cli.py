@@ -21,6 +21,7 @@ from mock_server.app import MockConfig, PlatformMock  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.middleware import quiet_dropped_connections  # noqa: E402
 
+EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
 EXIT_CANNOT_BIND = 3
 
@@ -59,9 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )
+    serve.add_argument(
+        "--report",
+        metavar="PATH",
+        help="on shutdown, write the contract report as JSON to PATH and a summary beside it",
+    )
+    serve.add_argument(
+        "--fail-on-violation",
+        action="store_true",
+        help=f"exit with status {EXIT_VIOLATIONS} if any request broke the contract",
+    )
     _world_options(serve)
 
     token = commands.add_parser("token", help="print a development token for the default user")
+    token.add_argument("--admin", action="store_true", help="print the admin API's token instead")
     _world_options(token)
     return parser
 
@@ -133,6 +145,7 @@ def serve(args: argparse.Namespace) -> int:
     print(f"  gateway:       {gateway}")
     print(f"  API docs:      {base}/docs/  and  {gateway}/docs/")
     print(f"  token:         {mock.auth.dev_token()}")
+    print(f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}/__admin)")
     if not _is_loopback(args.host):
         print(
             f"  warning: listening on {args.host}, reachable from other machines", file=sys.stderr
@@ -141,11 +154,23 @@ def serve(args: argparse.Namespace) -> int:
     config = uvicorn.Config(mock, log_level=args.log_level, lifespan="off")
     quiet_dropped_connections()
     _Server(config).run(sockets=[sock])
-    return 0
+    return _finish(mock, args)
+
+
+def _finish(mock: PlatformMock, args: argparse.Namespace) -> int:
+    """Write the contract report, and say whether the clients kept the contract."""
+    violations = mock.report.violation_count
+    if args.report:
+        json_path, text_path = mock.report.write(args.report)
+        print(f"platform-mock: contract report written to {json_path} and {text_path}")
+    if violations:
+        print(f"platform-mock: {violations} request(s) broke the contract", file=sys.stderr)
+    return EXIT_VIOLATIONS if violations and args.fail_on_violation else 0
 
 
 def token(args: argparse.Namespace) -> int:
-    print(PlatformMock(_config(args)).auth.dev_token())
+    auth = PlatformMock(_config(args)).auth
+    print(auth.admin_token() if args.admin else auth.dev_token())
     return 0
 
 

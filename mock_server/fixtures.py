@@ -20,7 +20,7 @@ from jsonschema import Draft4Validator, Draft202012Validator
 
 from mock_server import errors
 from mock_server.resources import package_file
-from mock_server.state.entities import SUBJECT_TYPES, Application, Caller, SecretGroup, Subject
+from mock_server.state.entities import Application, Caller, SecretGroup, Subject
 from mock_server.state.sources import from_epoch_ms, iso, parse_iso
 from mock_server.validation import compiled, violations
 
@@ -147,16 +147,8 @@ def _user(store: Store, email: str | None) -> Subject:
     return identity.subject_named("user", email) if email else identity.default_user()
 
 
-def _subject(store: Store, reference: str | None) -> Subject:
-    """A subject by `type:name`, or a user by bare e-mail, or the first user."""
-    type_, _, name = (reference or "").partition(":")
-    if name and type_ in SUBJECT_TYPES:
-        return store.identity.subject_named(type_, name)
-    return _user(store, reference)
-
-
 def _caller(store: Store, reference: str | None) -> Caller:
-    subject = _subject(store, reference)
+    subject = store.identity.subject_by_reference(reference)
     return Caller(subject.type, subject.id, subject.slug)
 
 

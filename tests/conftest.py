@@ -1,4 +1,5 @@
-"""Shared fixtures: one real mock server per session over loopback HTTP, reset before each test."""
+"""Shared fixtures: the project's own pytest plugin's server (one per session, over loopback
+HTTP), reset before each test, with clients and helpers on top."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import httpx
 import pytest
 
 from mock_server import PlatformMock
+from mock_server.pytest_plugin import MockHandle
 from mock_server.server import BackgroundServer
 from mock_server.state import Store
 
@@ -15,16 +17,14 @@ CONTROL_PLANE = "/api/svc/v1"
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[BackgroundServer]:
-    with BackgroundServer(PlatformMock()) as running:
-        yield running
+def server(platform_mock_server: BackgroundServer) -> BackgroundServer:
+    return platform_mock_server
 
 
 @pytest.fixture
-def mock(server: BackgroundServer) -> PlatformMock:
-    """The served mock, with its world rebuilt from the fixtures before the test."""
-    server.mock.store.reset()
-    return server.mock
+def mock(platform_mock: MockHandle) -> PlatformMock:
+    """The served mock, with its world, journal and faults reset before the test."""
+    return platform_mock.mock
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 
 SERVE_OUTPUT = re.compile(
     r"control plane: (?P<control>\S+).*gateway:\s+(?P<gateway>\S+).*"
-    r"API docs:\s+(?P<docs>\S+).*token:\s+(?P<token>\S+)",
+    r"API docs:\s+(?P<docs>\S+).*\n  token:\s+(?P<token>\S+).*admin token:\s+(?P<admin>\S+)",
     re.DOTALL,
 )
 

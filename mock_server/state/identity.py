@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from mock_server import errors
-from mock_server.state.entities import Caller, Grant, Resource, Subject
+from mock_server.state.entities import SUBJECT_TYPES, Caller, Grant, Resource, Subject
 from mock_server.state.store import Area, locked
 
 RESOURCE_TYPES = (
@@ -124,6 +124,14 @@ class Identity(Area):
             if subject.type == "user":
                 return subject
         raise errors.MockFailure("The fixtures define no user")
+
+    def subject_by_reference(self, reference: str | None) -> Subject:
+        """A subject by `type:name` (`team:ml-platform`), a user by bare e-mail, or the
+        default user for None."""
+        type_, _, name = (reference or "").partition(":")
+        if name and type_ in SUBJECT_TYPES:
+            return self.subject_named(type_, name)
+        return self.subject_named("user", reference) if reference else self.default_user()
 
     def subject(self, type_: str, subject_id: str) -> Subject | None:
         return self.world.subjects.get((type_, subject_id))

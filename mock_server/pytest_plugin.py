@@ -1,0 +1,206 @@
+"""pytest plugin: one platform mock per test session, and a clean world for every test.
+
+Installing the package registers it (entry point `pytest11`). The `platform_mock` fixture
+resets the world, the journal and the faults *before* each test and hands the test
+everything it needs; the `platform_mock` marker picks extra fixture files and a seed for
+one test. With `--platform-mock-report PATH` the session writes the contract report, and
+with `--platform-mock-fail-on-violation` a request that broke the contract fails the run.
+Under pytest-xdist each worker has its own server (and its own report file).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from mock_server import fixtures
+from mock_server.app import ADMIN_PREFIX, MockConfig, PlatformMock
+from mock_server.faults import Fault
+from mock_server.journal import Journal
+from mock_server.server import BackgroundServer
+from mock_server.state import Store
+
+if TYPE_CHECKING:
+    import httpx
+
+CONTROL_PLANE = "/api/svc/v1"
+_SERVER = pytest.StashKey[BackgroundServer]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("platform-mock", "platform API mock")
+    group.addoption(
+        "--platform-mock-seed",
+        type=int,
+        default=None,
+        help="seed of the mock's world (default: ini platform_mock_seed, else 0)",
+    )
+    group.addoption(
+        "--platform-mock-fixtures",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="fixture file loaded after the defaults in every test (repeatable)",
+    )
+    group.addoption(
+        "--platform-mock-report",
+        metavar="PATH",
+        help="write the contract report as JSON to PATH, and a summary beside it",
+    )
+    group.addoption(
+        "--platform-mock-fail-on-violation",
+        action="store_true",
+        help="fail the session if any request broke the contract",
+    )
+    parser.addini("platform_mock_seed", "seed of the mock's world", default="0")
+    parser.addini(
+        "platform_mock_fixtures", "fixture files loaded in every test", type="paths", default=[]
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "platform_mock(fixtures=[...], seed=N): extra fixture files (relative to the test "
+        "file) and a seed for this test's platform mock world",
+    )
+
+
+def _session_seed(config: pytest.Config) -> int:
+    option = config.getoption("--platform-mock-seed")
+    return int(config.getini("platform_mock_seed")) if option is None else option
+
+
+@pytest.fixture(scope="session")
+def platform_mock_server(pytestconfig: pytest.Config) -> Iterator[BackgroundServer]:
+    """The mock for the whole session, served on a free loopback port."""
+    paths = [*pytestconfig.getini("platform_mock_fixtures")]
+    paths += pytestconfig.getoption("--platform-mock-fixtures")
+    mock = PlatformMock(MockConfig(seed=_session_seed(pytestconfig), fixtures=paths))
+    with BackgroundServer(mock) as server:
+        pytestconfig.stash[_SERVER] = server
+        yield server
+
+
+@dataclass
+class MockHandle:
+    """What a test gets from the `platform_mock` fixture."""
+
+    server: BackgroundServer
+
+    @property
+    def mock(self) -> PlatformMock:
+        return self.server.mock
+
+    @property
+    def url(self) -> str:
+        """Base URL of the server."""
+        return self.server.url
+
+    @property
+    def api_url(self) -> str:
+        """Base URL of the control plane (`.../api/svc/v1`)."""
+        return self.server.url + CONTROL_PLANE
+
+    @property
+    def gateway_url(self) -> str:
+        """Base URL of the gateway, for `openai.OpenAI(base_url=...)`."""
+        return self.server.gateway_url
+
+    @property
+    def admin_url(self) -> str:
+        return self.server.url + ADMIN_PREFIX
+
+    @property
+    def token(self) -> str:
+        """A token of the default user (alice, tenant admin, in the default fixtures)."""
+        return self.mock.auth.dev_token()
+
+    @property
+    def admin_token(self) -> str:
+        return self.mock.auth.admin_token()
+
+    def token_for(self, subject: str) -> str:
+        """A token for another subject of the world: a user's e-mail or `type:name`."""
+        return self.mock.auth.dev_token(self.mock.store.identity.subject_by_reference(subject))
+
+    @property
+    def store(self) -> Store:
+        """The world, to read or to seed records from Python (`store.identity`, ...)."""
+        return self.mock.store
+
+    @property
+    def journal(self) -> Journal:
+        """Every request of this test: `calls()`, `assert_called()`, `last`, ..."""
+        return self.mock.journal
+
+    def fault(self, operation_id: str, **effect: Any) -> Fault:
+        """Add a fault rule: `status=424`, `delay_ms=...`, `drop=True`, `match={...}`,
+        `after=1`, `times=None` (always). See `mock_server.faults.Faults.add`."""
+        return self.mock.faults.add(operation_id, **effect)
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        """An httpx client of the control plane, authenticated (default: `token`)."""
+        import httpx
+
+        bearer = token or self.token
+        return httpx.Client(base_url=self.api_url, headers={"Authorization": f"Bearer {bearer}"})
+
+
+@pytest.fixture
+def platform_mock(
+    platform_mock_server: BackgroundServer, request: pytest.FixtureRequest
+) -> MockHandle:
+    """The session's mock, reset before this test: fresh world, empty journal, no faults."""
+    mock = platform_mock_server.mock
+    marker = request.node.get_closest_marker("platform_mock")
+    options = marker.kwargs if marker else {}
+    base = Path(request.node.path).parent
+    extra = [fixtures.load(base / path) for path in options.get("fixtures", [])]
+    mock.reset(seed=options.get("seed", _session_seed(request.config)), extra=extra)
+    mock.journal.label = request.node.nodeid
+    return MockHandle(platform_mock_server)
+
+
+def _report_path(config: pytest.Config) -> Path | None:
+    path = config.getoption("--platform-mock-report")
+    if not path:
+        return None
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    path = Path(path)
+    return path.with_name(f"{path.stem}.{worker}{path.suffix}") if worker else path
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    server = session.config.stash.get(_SERVER, None)
+    if server is None:
+        return
+    report = server.mock.report
+    path = _report_path(session.config)
+    if path is not None:
+        report.write(path)
+    if report.violation_count and session.config.getoption("--platform-mock-fail-on-violation"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    server = config.stash.get(_SERVER, None)
+    if server is None:
+        return
+    report = server.mock.report
+    path = _report_path(config)
+    if path is not None or config.getoption("--platform-mock-fail-on-violation"):
+        terminalreporter.section("platform mock contract report")
+        terminalreporter.write(report.text())
+        if path is not None:
+            terminalreporter.write_line(f"written to {path} and {path.with_suffix('.txt')}")
+    elif report.violation_count:
+        terminalreporter.write_line(
+            f"platform mock: {report.violation_count} request(s) broke the contract "
+            "(--platform-mock-report PATH names them)"
+        )
