@@ -1,0 +1,55 @@
+"""The README's examples run as tests: each block marked `<!-- example: python -->` (run
+against the session's server, with `TOKEN` and `ADMIN_TOKEN`) or `<!-- example: pytest -->`
+(run as a test file in a fresh pytest session, through the plugin)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+EXAMPLE = re.compile(r"<!-- example: (python|pytest) -->\n```python\n(.*?)```", re.DOTALL)
+DOCUMENTED_URL = "http://127.0.0.1:8080"
+
+
+def examples(kind: str) -> list:
+    text = README.read_text()
+    found = [
+        pytest.param(match.group(2), id=f"README-line-{text.count(chr(10), 0, match.start()) + 2}")
+        for match in EXAMPLE.finditer(text)
+        if match.group(1) == kind
+    ]
+    assert found, f"the README has no {kind} example"
+    return found
+
+
+@pytest.mark.parametrize("code", examples("python"))
+def test_python_example_runs(code, server, mock):
+    namespace = {"TOKEN": mock.auth.dev_token(), "ADMIN_TOKEN": mock.auth.admin_token()}
+    exec(compile(code.replace(DOCUMENTED_URL, server.url), str(README), "exec"), namespace)
+
+
+@pytest.mark.parametrize("code", examples("pytest"))
+def test_pytest_example_passes(code, pytester):
+    pytester.makepyfile(test_readme_example=code)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def quickstart_commands() -> list[str]:
+    section = README.read_text().split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.*?)\n```", section, re.DOTALL)
+
+
+def test_quickstart_is_two_commands():
+    commands = quickstart_commands()
+    assert len(commands) == 2 and all("\n" not in command for command in commands)
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    ci = (README.parent / ".ci" / "run").read_text().splitlines()
+    assert quickstart_commands()[1] in ci
