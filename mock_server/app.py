@@ -8,7 +8,6 @@ Around that, the mock journals each platform request and injects faults (`middle
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import connexion
+import orjson
 from connexion.exceptions import (
     BadRequestProblem,
     NonConformingResponse,
@@ -96,6 +96,19 @@ class PlatformMock:
         return await journaled(self.app, self.journal, scope, receive, send)
 
 
+class _CompactJSON:
+    """orjson behind the interface of the `json` module that Connexion's Jsonifier calls:
+    compact output, several times faster than `json` with separators."""
+
+    @staticmethod
+    def dumps(data: Any, **_: Any) -> str:
+        return orjson.dumps(data).decode()
+
+    @staticmethod
+    def loads(data: str | bytes) -> Any:
+        return orjson.loads(data)
+
+
 def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     app = connexion.FlaskApp(
         __name__,
@@ -110,7 +123,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         security_map=mock.auth.security_map(),
         resolver=Resolver(function_resolver=OPERATIONS.__getitem__),
         pythonic_params=True,
-        jsonifier=Jsonifier(json, separators=(",", ":")),
+        jsonifier=Jsonifier(_CompactJSON),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/docs"),
     )
     app.add_api(CONTROL_PLANE_SPEC, base_path="")
@@ -167,6 +180,6 @@ def render_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse
         status_code=error.status,
         mimetype="application/json",
         content_type="application/json",
-        body=json.dumps(error.body(), separators=(",", ":")),
+        body=orjson.dumps(error.body()),
         headers=headers,
     )

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 ISSUER = "platform-mock"
 ALGORITHM = "HS256"
 DEV_TOKEN_LIFETIME = timedelta(days=3650)
+VERIFIED_CACHE_SIZE = 4096
 # The admin API's principal: not a subject of the world, so its token authenticates nowhere else.
 ADMIN = Subject(
     type="admin", id="platform-mock-admin", name="admin", slug="admin", display_name="Mock admin"
@@ -69,6 +70,9 @@ class Authenticator:
 
     def __init__(self, store: Store):
         self.store = store
+        # Signature checks by token: a client sends the same token again and again. Only the
+        # signature is remembered; time, subject and revocation are checked on every request.
+        self._verified: dict[str, dict[str, Any]] = {}
 
     def authenticate(self, authorization: str | None) -> Caller:
         """The platform subject a request's bearer token names."""
@@ -91,6 +95,21 @@ class Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise errors.MissingToken("Authorization header must be 'Bearer <token>'")
+        claims = self._verified.get(token)
+        if claims is None:
+            claims = self._verify(token)
+            if len(self._verified) >= VERIFIED_CACHE_SIZE:
+                self._verified.clear()
+            self._verified[token] = claims
+        now = self.store.sources.clock.now().timestamp()
+        if not isinstance(claims["exp"], int | float) or claims["exp"] <= now:
+            raise errors.ExpiredToken("Bearer token has expired")
+        if isinstance(claims.get("nbf"), int | float) and claims["nbf"] > now:
+            raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
+        return claims
+
+    def _verify(self, token: str) -> dict[str, Any]:
+        """The claims of a token whose form, algorithm, signature and issuer check out."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.DecodeError as exc:
@@ -117,11 +136,6 @@ class Authenticator:
             raise errors.BadTokenSignature("Bearer token signature does not verify") from None
         except jwt.InvalidTokenError as exc:
             raise errors.MalformedToken(f"Bearer token is not valid: {exc}") from None
-        now = self.store.sources.clock.now().timestamp()
-        if not isinstance(claims["exp"], int | float) or claims["exp"] <= now:
-            raise errors.ExpiredToken("Bearer token has expired")
-        if isinstance(claims.get("nbf"), int | float) and claims["nbf"] > now:
-            raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
         return claims
 
     def _caller(self, claims: dict[str, Any]) -> Caller:

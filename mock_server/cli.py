@@ -151,7 +151,12 @@ def serve(args: argparse.Namespace) -> int:
             f"  warning: listening on {args.host}, reachable from other machines", file=sys.stderr
         )
     sys.stdout.flush()
-    config = uvicorn.Config(mock, log_level=args.log_level, lifespan="off")
+    config = uvicorn.Config(
+        mock,
+        log_level=args.log_level,
+        lifespan="off",
+        access_log=args.log_level in ("debug", "info"),
+    )
     quiet_dropped_connections()
     _Server(config).run(sockets=[sock])
     return _finish(mock, args)

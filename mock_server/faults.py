@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server import errors
+from mock_server.journal import as_text
 
 MAX_DELAY_MS = 60_000
 
@@ -175,7 +176,7 @@ class Faults:
         with self._lock:
             for rule in self._rules:
                 if rule.operation_id != operation_id or not all(
-                    str(params.get(k)) == str(v) for k, v in rule.match.items()
+                    as_text(params.get(k)) == as_text(v) for k, v in rule.match.items()
                 ):
                     continue
                 if rule.times is not None and rule.applied >= rule.times:

@@ -85,7 +85,7 @@ class Journal:
         self._lock = threading.Lock()
         self._entries: list[Entry] = []
         self._seq = 0
-        self.label: str | None = None  # e.g. the current test, stamped on each entry
+        self.label: str | None = None  # e.g. the current test, stamped on requests it starts
         self.observers: list[Callable[[Entry], None]] = []
 
     def next_seq(self) -> int:
@@ -95,7 +95,6 @@ class Journal:
 
     def record(self, entry: Entry) -> None:
         with self._lock:
-            entry.test = self.label
             self._entries.append(entry)
         for observer in self.observers:
             observer(entry)
@@ -170,8 +169,13 @@ class Journal:
         return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
 
 
+def as_text(value: Any) -> str:
+    """A parameter value as it appears in a URL: JSON booleans are `true` and `false`."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _same(actual: Any, expected: Any) -> bool:
     if isinstance(expected, list | tuple):
         actual_list = actual if isinstance(actual, list) else [actual]
-        return [str(v) for v in actual_list] == [str(v) for v in expected]
-    return actual is not None and str(actual) == str(expected)
+        return [as_text(v) for v in actual_list] == [as_text(v) for v in expected]
+    return actual is not None and as_text(actual) == as_text(expected)

@@ -62,31 +62,23 @@ def _body(raw: bytes) -> Any:
 async def journaled(
     app: ASGIApp, journal: Journal, scope: Scope, receive: Receive, send: Send
 ) -> Any:
-    """Serve one request through `app` and record it in the journal, exactly once."""
+    """Serve one request through `app` and record it in the journal, exactly once.
+
+    The entry is recorded before the last byte of the response leaves, so a client that
+    has its answer finds its request in the journal."""
     mine = notes(scope)
     seq = journal.next_seq()
     body = bytearray()
     status: int | None = None
-
-    async def receive_() -> Message:
-        message = await receive()
-        if message["type"] == "http.request" and len(body) < BODY_LIMIT:
-            body.extend(message.get("body", b"")[: BODY_LIMIT - len(body)])
-        return message
-
-    async def send_(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-            if mine.get("fault"):
-                headers = [*message.get("headers", []), (FAULT_HEADER, mine["fault"].encode())]
-                message = {**message, "headers": headers}
-        await send(message)
-
     started = time.perf_counter()
-    try:
-        await app(scope, receive_, send_)
-    finally:
+    label = journal.label  # the test that sent it, even if it ends after the test does
+    recorded = False
+
+    def record() -> None:
+        nonlocal recorded
+        if recorded:
+            return
+        recorded = True
         headers = Headers(scope=scope)
         error = mine.get("error")
         journal.record(
@@ -104,9 +96,32 @@ async def journaled(
                 message=error.message if error else None,
                 details=error.details if error else [],
                 fault=mine.get("fault"),
+                test=label,
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
             )
         )
+
+    async def receive_() -> Message:
+        message = await receive()
+        if message["type"] == "http.request" and len(body) < BODY_LIMIT:
+            body.extend(message.get("body", b"")[: BODY_LIMIT - len(body)])
+        return message
+
+    async def send_(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            if mine.get("fault"):
+                headers = [*message.get("headers", []), (FAULT_HEADER, mine["fault"].encode())]
+                message = {**message, "headers": headers}
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            record()
+        await send(message)
+
+    try:
+        await app(scope, receive_, send_)
+    finally:
+        record()
     return DROP if mine.get("drop") else None
 
 
