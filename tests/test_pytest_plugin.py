@@ -1,0 +1,462 @@
+"""The pytest plugin (`platform_mock` fixture, marker, options, contract report), run in
+inner pytest sessions with `pytester`.
+
+Each inner session starts its own mock server in a subprocess (about 1-2 s), so independent
+behaviours share one inner session: an inner session runs once per module (the first outer
+test that needs it runs it, the others reuse its result), and each outer test checks the
+outcome of the inner tests that show its one behaviour. pytest-xdist is not installed in this
+project, so the plugin's per-worker servers and report files are not tested here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from mock_server import fixtures
+from mock_server.state import Store
+
+pytest_plugins = ["pytester"]
+
+INNER_TIMEOUT = 120  # seconds an inner session may take
+TOKENS_PATH = "/api/svc/v1/personal-access-tokens/ci"
+
+# A fixture file of the inner sessions: one user more than the default world.
+EXTRA_YAML = """\
+users:
+  - email: dana@acme.example
+    slug: dana
+    displayName: Dana Extra
+"""
+
+
+def tenant_id(seed: int) -> str:
+    """The tenant id the default world gets with this seed."""
+    return Store(seed, fixtures.default_fixtures()).identity.tenant.id
+
+
+# -- inner test modules ----------------------------------------------------------------------
+
+INNER_HELPERS = """
+import httpx
+import openai
+import pytest
+
+TOKENS = "/personal-access-tokens/ci"
+shared = {}
+
+
+def caller(platform_mock, token=None):
+    \"\"\"The subject the token authenticates as, through operation 5.\"\"\"
+    with platform_mock.client(token) as api:
+        response = api.get(TOKENS)
+    assert response.status_code == 200, response.text
+    return response.json()["data"]["createdBySubject"]
+"""
+
+BEHAVIOURS = """
+def test_client_calls_control_plane(platform_mock):
+    assert caller(platform_mock)["subjectSlug"] == "alice"
+
+
+def test_token_authenticates_plain_httpx(platform_mock):
+    response = httpx.get(
+        platform_mock.api_url + TOKENS,
+        headers={"Authorization": f"Bearer {platform_mock.token}"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["createdBySubject"]["subjectSlug"] == "alice"
+
+
+def test_openai_client_reads_gateway(platform_mock):
+    gateway = openai.OpenAI(
+        base_url=platform_mock.gateway_url, api_key=platform_mock.token, max_retries=0
+    )
+    with gateway:
+        response = gateway.responses.retrieve("resp_0000000000000000000000000000demo")
+    assert response.id == "resp_0000000000000000000000000000demo"
+    assert response.output_text == "Hello! This is a stored response from the platform mock."
+
+
+def test_reset_first_deletes_llm_keys(platform_mock):
+    group_id = platform_mock.store.secrets.group_named("llm-keys").resource.id
+    shared["llm-keys"] = group_id
+    with platform_mock.client() as api:
+        assert api.delete(f"/secret-groups/{group_id}").status_code == 200
+        assert api.delete(f"/secret-groups/{group_id}").status_code == 404
+
+
+def test_reset_second_finds_llm_keys(platform_mock):
+    group_id = shared["llm-keys"]
+    assert platform_mock.store.secrets.group_named("llm-keys").resource.id == group_id
+    with platform_mock.client() as api:
+        assert api.delete(f"/secret-groups/{group_id}").status_code == 200
+
+
+def test_journal_first_makes_requests(platform_mock):
+    caller(platform_mock)
+    caller(platform_mock)
+    assert len(platform_mock.journal) == 2
+
+
+def test_journal_second_starts_empty(platform_mock):
+    assert len(platform_mock.journal) == 0
+    assert platform_mock.journal.calls() == []
+
+
+def test_assert_called_counts_this_tests_calls(platform_mock):
+    caller(platform_mock)
+    found = platform_mock.journal.assert_called("getOrCreatePersonalAccessToken", times=1)
+    assert [entry.status for entry in found] == [200]
+    with pytest.raises(AssertionError, match="2 time.s., found 1"):
+        platform_mock.journal.assert_called("getOrCreatePersonalAccessToken", times=2)
+
+
+def test_assert_called_failure_lists_closest(platform_mock):
+    caller(platform_mock)
+    platform_mock.journal.assert_called("getOrCreatePersonalAccessToken", name="deploy")
+
+
+def test_token_for_user(platform_mock):
+    bob = platform_mock.store.identity.subject_named("user", "bob@acme.example")
+    subject = caller(platform_mock, platform_mock.token_for("bob@acme.example"))
+    assert (subject["subjectType"], subject["subjectId"], subject["subjectSlug"]) == (
+        "user",
+        bob.id,
+        "bob",
+    )
+
+
+def test_token_for_virtual_account(platform_mock):
+    bot = platform_mock.store.identity.subject_named("virtualaccount", "ci-bot")
+    subject = caller(platform_mock, platform_mock.token_for("virtualaccount:ci-bot"))
+    assert (subject["subjectType"], subject["subjectId"], subject["subjectSlug"]) == (
+        "virtualaccount",
+        bot.id,
+        "ci-bot",
+    )
+
+
+def test_fault_applies_within_test(platform_mock):
+    fault = platform_mock.fault("deleteSecretGroup", status=424, after=1)
+    llm_keys = platform_mock.store.secrets.group_named("llm-keys").resource.id
+    legacy = platform_mock.store.secrets.group_named("legacy-vault").resource.id
+    with platform_mock.client() as api:
+        first = api.delete(f"/secret-groups/{llm_keys}")
+        second = api.delete(f"/secret-groups/{legacy}", params={"forceDelete": "true"})
+    assert first.status_code == 200, first.text
+    assert second.status_code == 424, second.text
+    assert second.json()["code"] == 42401
+    assert second.headers["x-platform-mock-fault"] == fault.id
+    assert legacy in platform_mock.store.world.secret_groups
+
+
+def test_fault_gone_in_next_test(platform_mock):
+    assert platform_mock.mock.faults.rules() == []
+    llm_keys = platform_mock.store.secrets.group_named("llm-keys").resource.id
+    legacy = platform_mock.store.secrets.group_named("legacy-vault").resource.id
+    with platform_mock.client() as api:
+        first = api.delete(f"/secret-groups/{llm_keys}")
+        second = api.delete(f"/secret-groups/{legacy}", params={"forceDelete": "true"})
+    assert first.status_code == 200, first.text
+    assert second.status_code == 200, second.text
+
+
+@pytest.mark.platform_mock(fixtures=["extra.yaml"])
+def test_marker_fixtures_load(platform_mock):
+    token = platform_mock.token_for("dana@acme.example")
+    shared["dana"] = token
+    assert caller(platform_mock, token)["subjectSlug"] == "dana"
+
+
+def test_marker_fixtures_gone_next(platform_mock):
+    assert platform_mock.store.identity.find_subject("user", "dana@acme.example") is None
+    with platform_mock.client(shared["dana"]) as api:
+        response = api.get(TOKENS)
+    assert response.status_code == 401, response.text
+    assert response.json()["code"] == 40105
+
+
+@pytest.mark.platform_mock(seed=5)
+def test_marker_seed_changes_ids(platform_mock):
+    assert platform_mock.store.identity.tenant.id == SEED_5_TENANT
+
+
+def test_marker_seed_gone_next(platform_mock):
+    assert platform_mock.store.identity.tenant.id == SEED_0_TENANT
+"""
+
+KEEPS_CONTRACT = """
+def test_keeps_the_contract(platform_mock):
+    assert caller(platform_mock)["subjectSlug"] == "alice"
+"""
+
+BREAKS_CONTRACT = """
+def test_breaks_the_contract(platform_mock):
+    with platform_mock.client() as api:
+        response = api.get(TOKENS, params={"bogus": "1"})
+    assert response.status_code == 400, response.text
+"""
+
+WORLD_OPTIONS = """
+def test_seed_sets_ids(platform_mock):
+    print("tenant id:", platform_mock.store.identity.tenant.id)
+    assert platform_mock.store.identity.tenant.id == SEED_3_TENANT
+
+
+def test_fixtures_first(platform_mock):
+    assert caller(platform_mock, platform_mock.token_for("dana@acme.example"))["subjectSlug"] == (
+        "dana"
+    )
+
+
+def test_fixtures_second(platform_mock):
+    assert caller(platform_mock, platform_mock.token_for("dana@acme.example"))["subjectSlug"] == (
+        "dana"
+    )
+"""
+
+
+# -- running inner sessions once per module --------------------------------------------------
+
+
+@dataclass
+class InnerRun:
+    result: pytest.RunResult
+    files: dict[str, str] = field(default_factory=dict)  # files the session wrote, by name
+
+
+@pytest.fixture(scope="module")
+def inner_runs() -> dict[str, InnerRun]:
+    return {}
+
+
+def run_once(runs: dict[str, InnerRun], key: str, run: Callable[[], InnerRun]) -> InnerRun:
+    if key not in runs:
+        runs[key] = run()
+    return runs[key]
+
+
+def write_module(pytester: pytest.Pytester, name: str, *parts: str, **constants: str) -> None:
+    header = "".join(f"{k} = {v!r}\n" for k, v in constants.items())
+    pytester.makepyfile(**{name: header + INNER_HELPERS + "".join(parts)})
+
+
+def passed(result: pytest.RunResult, *names: str) -> None:
+    """Each named inner test passed (the session ran with -v)."""
+    result.stdout.fnmatch_lines([f"*::{name} PASSED*" for name in names], consecutive=False)
+
+
+@pytest.fixture
+def behaviours(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> pytest.RunResult:
+    """One inner session of independent behaviours of the fixture and the marker."""
+
+    def run() -> InnerRun:
+        pytester.makefile(".yaml", extra=EXTRA_YAML)
+        write_module(
+            pytester,
+            "test_behaviours",
+            BEHAVIOURS,
+            SEED_0_TENANT=tenant_id(0),
+            SEED_5_TENANT=tenant_id(5),
+        )
+        return InnerRun(pytester.runpytest_subprocess("-v", timeout=INNER_TIMEOUT))
+
+    return run_once(inner_runs, "behaviours", run).result
+
+
+def contract_session(pytester: pytest.Pytester, *options: str, violation: bool = True) -> InnerRun:
+    parts = [KEEPS_CONTRACT, BREAKS_CONTRACT] if violation else [KEEPS_CONTRACT]
+    write_module(pytester, "test_contract", *parts)
+    result = pytester.runpytest_subprocess("-v", *options, timeout=INNER_TIMEOUT)
+    written = [pytester.path / "report.json", pytester.path / "report.txt"]
+    return InnerRun(result, {path.name: path.read_text() for path in written if path.exists()})
+
+
+@pytest.fixture
+def reported(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> InnerRun:
+    """Two inner tests, the second breaking the contract, with the report option."""
+    return run_once(
+        inner_runs,
+        "reported",
+        lambda: contract_session(pytester, "--platform-mock-report", "report.json"),
+    )
+
+
+def world_session(pytester: pytest.Pytester, *options: str) -> InnerRun:
+    pytester.makefile(".yaml", extra=EXTRA_YAML)
+    write_module(pytester, "test_world", WORLD_OPTIONS, SEED_3_TENANT=tenant_id(3))
+    return InnerRun(pytester.runpytest_subprocess("-v", *options, timeout=INNER_TIMEOUT))
+
+
+@pytest.fixture
+def command_line_world(
+    pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]
+) -> pytest.RunResult:
+    """Inner tests run with --platform-mock-seed 3 --platform-mock-fixtures extra.yaml."""
+    options = ("--platform-mock-seed", "3", "--platform-mock-fixtures", "extra.yaml")
+    return run_once(inner_runs, "command-line", lambda: world_session(pytester, *options)).result
+
+
+@pytest.fixture
+def ini_world(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> pytest.RunResult:
+    """Inner tests run with the ini options platform_mock_seed = 3 and
+    platform_mock_fixtures = extra.yaml."""
+
+    def run() -> InnerRun:
+        pytester.makeini("[pytest]\nplatform_mock_seed = 3\nplatform_mock_fixtures = extra.yaml\n")
+        return world_session(pytester)
+
+    return run_once(inner_runs, "ini", run).result
+
+
+def test_seeds_used_here_give_different_tenant_ids():
+    assert len({tenant_id(0), tenant_id(3), tenant_id(5)}) == 3
+
+
+# -- the platform_mock fixture ---------------------------------------------------------------
+
+
+def test_behaviour_session_fails_only_the_deliberately_failing_test(behaviours):
+    behaviours.assert_outcomes(passed=16, failed=1)
+    behaviours.stdout.fnmatch_lines(["*::test_assert_called_failure_lists_closest FAILED*"])
+
+
+def test_client_calls_the_control_plane_as_the_default_user(behaviours):
+    passed(behaviours, "test_client_calls_control_plane")
+
+
+def test_token_authenticates_a_plain_httpx_request(behaviours):
+    passed(behaviours, "test_token_authenticates_plain_httpx")
+
+
+def test_openai_client_reads_a_stored_response_from_the_gateway(behaviours):
+    passed(behaviours, "test_openai_client_reads_gateway")
+
+
+def test_world_is_reset_before_each_test(behaviours):
+    passed(behaviours, "test_reset_first_deletes_llm_keys", "test_reset_second_finds_llm_keys")
+
+
+def test_journal_is_empty_at_the_start_of_each_test(behaviours):
+    passed(behaviours, "test_journal_first_makes_requests", "test_journal_second_starts_empty")
+
+
+def test_assert_called_counts_the_calls_of_this_test(behaviours):
+    passed(behaviours, "test_assert_called_counts_this_tests_calls")
+
+
+def test_failing_assert_called_shows_the_closest_requests(behaviours):
+    behaviours.stdout.fnmatch_lines(
+        [
+            "*_ test_assert_called_failure_lists_closest _*",
+            "E*AssertionError: expected getOrCreatePersonalAccessToken name='deploy' "
+            "at least once, found 0.",
+            "E*Closest requests recorded:",
+            f"E*#* GET {TOKENS_PATH} -> 200 [[]getOrCreatePersonalAccessToken]",
+        ]
+    )
+
+
+def test_token_for_a_user_authenticates_as_that_user(behaviours):
+    passed(behaviours, "test_token_for_user")
+
+
+def test_token_for_a_virtual_account_authenticates_as_it(behaviours):
+    passed(behaviours, "test_token_for_virtual_account")
+
+
+def test_fault_applies_within_the_test(behaviours):
+    passed(behaviours, "test_fault_applies_within_test")
+
+
+def test_fault_is_gone_in_the_next_test(behaviours):
+    passed(behaviours, "test_fault_applies_within_test", "test_fault_gone_in_next_test")
+
+
+# -- the platform_mock marker ----------------------------------------------------------------
+
+
+def test_marker_fixtures_load_for_that_test_only(behaviours):
+    passed(behaviours, "test_marker_fixtures_load", "test_marker_fixtures_gone_next")
+
+
+def test_marker_seed_changes_ids_for_that_test_only(behaviours):
+    passed(behaviours, "test_marker_seed_changes_ids", "test_marker_seed_gone_next")
+
+
+# -- the contract report ---------------------------------------------------------------------
+
+
+def test_report_option_writes_json_and_text(reported):
+    assert set(reported.files) == {"report.json", "report.txt"}
+    assert json.loads(reported.files["report.json"])["summary"]["requests"] == 2
+    assert reported.files["report.txt"].startswith("Contract report: 2 request(s), 1 contract")
+
+
+def test_report_names_the_violating_request_and_its_test(reported):
+    report = json.loads(reported.files["report.json"])
+    assert report["summary"]["violations"] == 1
+    violating = {
+        op: usage["violatingRequests"]
+        for op, usage in report["operations"].items()
+        if usage["violatingRequests"]
+    }
+    assert list(violating) == ["getOrCreatePersonalAccessToken"]
+    (request,) = violating["getOrCreatePersonalAccessToken"]
+    assert request["test"] == "test_contract.py::test_breaks_the_contract"
+    assert request["request"] == f"GET {TOKENS_PATH}"
+    assert request["query"] == {"bogus": ["1"]}
+    assert (request["status"], request["code"]) == (400, 40001)
+    assert "bogus" in request["message"]
+
+
+def test_violation_without_fail_flag_passes_the_session(reported):
+    reported.result.assert_outcomes(passed=2)
+    assert reported.result.ret == pytest.ExitCode.OK
+
+
+def test_terminal_summary_names_the_violating_request(reported):
+    reported.result.stdout.fnmatch_lines(
+        [
+            "*platform mock contract report*",
+            "Contract report: 2 request(s), 1 contract violation(s)*",
+            "*VIOLATION in test_contract.py::test_breaks_the_contract: "
+            f"GET {TOKENS_PATH} -> 400 *bogus*",
+            "written to report.json and report.txt",
+        ]
+    )
+
+
+def test_fail_on_violation_fails_a_session_whose_tests_pass(pytester):
+    run = contract_session(pytester, "--platform-mock-fail-on-violation")
+    run.result.assert_outcomes(passed=2)
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_fail_on_violation_passes_a_session_that_kept_the_contract(pytester):
+    run = contract_session(pytester, "--platform-mock-fail-on-violation", violation=False)
+    run.result.assert_outcomes(passed=1)
+    assert run.result.ret == pytest.ExitCode.OK
+
+
+# -- session options: seed and fixtures ------------------------------------------------------
+
+
+def test_seed_option_sets_the_worlds_ids(command_line_world):
+    passed(command_line_world, "test_seed_sets_ids")
+
+
+def test_fixtures_option_loads_the_file_in_every_test(command_line_world):
+    passed(command_line_world, "test_fixtures_first", "test_fixtures_second")
+
+
+def test_seed_ini_option_sets_the_worlds_ids(ini_world):
+    passed(ini_world, "test_seed_sets_ids")
+
+
+def test_fixtures_ini_option_loads_the_file_in_every_test(ini_world):
+    passed(ini_world, "test_fixtures_first", "test_fixtures_second")

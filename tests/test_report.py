@@ -1,0 +1,414 @@
+"""The contract report: per-operation calls, statuses, violating requests and parameters, fed
+journal entries directly; and `platform-mock serve --report` writing it when stopped."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mock_server import contract
+from mock_server.journal import Entry
+from mock_server.report import MAX_VIOLATIONS, UNROUTED, ContractReport
+from tests.test_cli import start
+
+TOKENS_PATH = "/api/svc/v1/personal-access-tokens/ci"
+JOB_ID = "application-0123456789abcdef"
+JOB_RUNS_PATH = f"/api/svc/v1/jobs/{JOB_ID}/runs"
+BOGUS_MESSAGE = (
+    "Request does not conform to the API contract: query bogus: is not a parameter of this "
+    "operation"
+)
+BOGUS_DETAILS = [
+    {"location": "query", "field": "bogus", "message": "is not a parameter of this operation"}
+]
+
+_seq = itertools.count(1)
+
+
+def entry(
+    operation_id: str | None,
+    path: str,
+    *,
+    method: str = "GET",
+    status: int | None = 200,
+    query: dict[str, list[str]] | None = None,
+    path_params: dict[str, str] | None = None,
+    body: object = None,
+    code: int | None = None,
+    message: str | None = None,
+    details: list[dict] | None = None,
+    test: str | None = None,
+) -> Entry:
+    return Entry(
+        seq=next(_seq),
+        method=method,
+        path=path,
+        query=query or {},
+        path_params=path_params or {},
+        headers={},
+        body=body,
+        operation_id=operation_id,
+        status=status,
+        code=code,
+        message=message,
+        details=details or [],
+        test=test,
+    )
+
+
+def token_request(**kwargs) -> Entry:
+    return entry(
+        "getOrCreatePersonalAccessToken", TOKENS_PATH, path_params={"name": "ci"}, **kwargs
+    )
+
+
+def bogus_token_request(test: str | None = "tests/test_client.py::test_it") -> Entry:
+    """A request that broke the contract: an unknown query parameter."""
+    return token_request(
+        status=400,
+        query={"bogus": ["1"]},
+        code=40001,
+        message=BOGUS_MESSAGE,
+        details=BOGUS_DETAILS,
+        test=test,
+    )
+
+
+def unrouted_request() -> Entry:
+    return entry(
+        None,
+        "/api/svc/v1/nope",
+        status=404,
+        code=40401,
+        message="No route for GET /api/svc/v1/nope",
+        test="tests/test_client.py::test_typo",
+    )
+
+
+@pytest.fixture
+def report() -> ContractReport:
+    return ContractReport(contract.operations())
+
+
+def fed(report: ContractReport, *entries: Entry) -> dict:
+    for one in entries:
+        report.add(one)
+    return report.to_dict()
+
+
+# -- per operation ---------------------------------------------------------------------------
+
+
+def test_calls_and_statuses_are_counted_per_operation(report):
+    job_runs = {"path_params": {"jobId": JOB_ID}}
+    result = fed(
+        report,
+        entry("listJobRuns", JOB_RUNS_PATH, **job_runs),
+        entry("listJobRuns", JOB_RUNS_PATH, **job_runs),
+        entry("listJobRuns", JOB_RUNS_PATH, status=404, code=40406, message="No job", **job_runs),
+        token_request(),
+    )
+    operations = result["operations"]
+    assert (operations["listJobRuns"]["calls"], operations["listJobRuns"]["statuses"]) == (
+        3,
+        {"200": 2, "404": 1},
+    )
+    assert operations["getOrCreatePersonalAccessToken"]["statuses"] == {"200": 1}
+    assert operations["deleteSecretGroup"]["calls"] == 0
+    assert operations["deleteSecretGroup"]["statuses"] == {}
+
+
+def test_dropped_connection_is_counted_as_dropped(report):
+    result = fed(report, token_request(status=None))
+    assert result["operations"]["getOrCreatePersonalAccessToken"]["statuses"] == {"dropped": 1}
+
+
+def test_violating_request_is_listed_in_full_with_its_test(report):
+    body = {"manifest": {"type": "model-version", "name": "m"}}
+    details = [{"location": "body", "field": "manifest", "message": "'ml_repo' is required"}]
+    result = fed(
+        report,
+        entry(
+            "stageArtifactVersion",
+            "/api/svc/v1/artifact-versions/stage",
+            method="POST",
+            status=400,
+            query={"dryRun": ["true"]},
+            body=body,
+            code=40001,
+            message="Request does not conform to the API contract",
+            details=details,
+            test="tests/test_sdk.py::test_stage",
+        ),
+    )
+    stage = result["operations"]["stageArtifactVersion"]
+    assert stage["violations"] == 1
+    assert stage["violatingRequests"] == [
+        {
+            "test": "tests/test_sdk.py::test_stage",
+            "request": "POST /api/svc/v1/artifact-versions/stage",
+            "query": {"dryRun": ["true"]},
+            "body": body,
+            "status": 400,
+            "code": 40001,
+            "message": "Request does not conform to the API contract",
+            "details": details,
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        pytest.param(403, 40301, id="permission-denied"),
+        pytest.param(404, 40406, id="job-not-found"),
+        pytest.param(422, 42201, id="not-a-job"),
+        pytest.param(503, 50301, id="injected-unavailable"),
+    ],
+)
+def test_platform_error_that_keeps_the_contract_is_no_violation(report, status, code):
+    result = fed(
+        report,
+        entry(
+            "listJobRuns",
+            JOB_RUNS_PATH,
+            status=status,
+            code=code,
+            message="refused",
+            path_params={"jobId": JOB_ID},
+        ),
+    )
+    job_runs = result["operations"]["listJobRuns"]
+    assert (job_runs["calls"], job_runs["violations"], job_runs["violatingRequests"]) == (1, 0, [])
+    assert result["summary"]["violations"] == 0
+
+
+def test_violation_list_is_capped_but_every_violation_is_counted(report):
+    result = fed(report, *(bogus_token_request() for _ in range(MAX_VIOLATIONS + 1)))
+    tokens = result["operations"]["getOrCreatePersonalAccessToken"]
+    assert tokens["violations"] == MAX_VIOLATIONS + 1
+    assert len(tokens["violatingRequests"]) == MAX_VIOLATIONS
+    assert report.violation_count == MAX_VIOLATIONS + 1
+
+
+# -- parameters ------------------------------------------------------------------------------
+
+
+def test_parameters_exercised_and_not_exercised(report):
+    result = fed(
+        report,
+        entry(
+            "listJobRuns",
+            JOB_RUNS_PATH,
+            query={"limit": ["10"], "status": ["RUNNING", "FAILED"]},
+            path_params={"jobId": JOB_ID},
+        ),
+    )
+    job_runs = result["operations"]["listJobRuns"]
+    assert job_runs["parametersExercised"] == {
+        "jobId": [JOB_ID],
+        "limit": ["10"],
+        "status": ["FAILED", "RUNNING"],
+    }
+    # The other parameters listJobRuns declares in spec/control-plane.yaml, in its order.
+    assert job_runs["parametersNotExercised"] == [
+        "offset",
+        "searchPrefix",
+        "sortBy",
+        "order",
+        "triggeredBy",
+        "versionNumbers",
+    ]
+
+
+def test_parameter_values_are_collected_once_each(report):
+    result = fed(
+        report,
+        *(
+            entry("listJobRuns", JOB_RUNS_PATH, query={"limit": [v]}, path_params={"jobId": JOB_ID})
+            for v in ("20", "10", "20")
+        ),
+    )
+    assert result["operations"]["listJobRuns"]["parametersExercised"]["limit"] == ["10", "20"]
+
+
+def test_operation_never_called_exercised_no_parameter(report):
+    result = fed(report, token_request())
+    job_runs = result["operations"]["listJobRuns"]
+    assert job_runs["parametersExercised"] == {}
+    assert job_runs["parametersNotExercised"] == list(
+        contract.operations()["listJobRuns"].parameters
+    )
+
+
+# -- requests no operation matched -----------------------------------------------------------
+
+
+def test_unrouted_request_is_reported_under_no_operation(report):
+    result = fed(report, unrouted_request())
+    unrouted = result["operations"][UNROUTED]
+    assert UNROUTED == "(no operation)"
+    assert (unrouted["calls"], unrouted["statuses"], unrouted["violations"]) == (1, {"404": 1}, 1)
+    assert unrouted["violatingRequests"][0]["request"] == "GET /api/svc/v1/nope"
+    assert unrouted["violatingRequests"][0]["code"] == 40401
+    assert unrouted["parametersNotExercised"] == []
+
+
+def test_unrouted_request_counts_as_no_operation_called(report):
+    result = fed(report, unrouted_request())
+    assert result["summary"]["operationsCalled"] == 0
+    assert result["summary"]["requests"] == 1
+
+
+# -- summary and text ------------------------------------------------------------------------
+
+
+def test_summary_counts_requests_violations_and_operations(report):
+    result = fed(
+        report,
+        token_request(),
+        bogus_token_request(),
+        entry("listJobRuns", JOB_RUNS_PATH, path_params={"jobId": JOB_ID}),
+        unrouted_request(),
+    )
+    everything = list(contract.operations())
+    assert result["summary"] == {
+        "requests": 4,
+        "violations": 2,
+        "operationsCalled": 2,
+        "operationsInContract": len(everything),
+        "operationsNotCalled": [
+            op for op in everything if op not in ("getOrCreatePersonalAccessToken", "listJobRuns")
+        ],
+    }
+    assert len(everything) == 8  # the eight operations of the README's table
+
+
+def test_text_first_line_gives_the_counts(report):
+    fed(report, token_request(), bogus_token_request(), unrouted_request())
+    assert report.text().splitlines()[0] == (
+        "Contract report: 3 request(s), 2 contract violation(s), 1/8 operations called"
+    )
+
+
+def test_text_names_each_violating_request_with_its_test(report):
+    fed(report, token_request(), bogus_token_request("tests/a.py::test_a"), unrouted_request())
+    lines = report.text().splitlines()
+    assert f"    VIOLATION in tests/a.py::test_a: GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}" in lines
+    assert (
+        "    VIOLATION in tests/test_client.py::test_typo: GET /api/svc/v1/nope -> 404 "
+        "No route for GET /api/svc/v1/nope" in lines
+    )
+    assert sum("VIOLATION" in line for line in lines) == 2
+
+
+def test_text_names_a_violating_request_sent_outside_any_test(report):
+    fed(report, bogus_token_request(test=None))
+    assert f"    VIOLATION: GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}" in report.text().splitlines()
+
+
+def test_text_lists_parameters_not_exercised_of_called_operations(report):
+    fed(report, token_request())
+    lines = report.text().splitlines()
+    assert "    not exercised: teamName" in lines
+    assert not any(line.startswith("    not exercised: jobId") for line in lines)
+
+
+def test_write_puts_json_at_the_path_and_text_beside_it(report, tmp_path):
+    fed(report, token_request(), bogus_token_request())
+    target = tmp_path / "reports" / "contract.json"
+
+    json_path, text_path = report.write(target)
+
+    assert (json_path, text_path) == (target, tmp_path / "reports" / "contract.txt")
+    assert json.loads(target.read_text()) == report.to_dict()
+    assert text_path.read_text() == report.text()
+
+
+# -- platform-mock serve --report ------------------------------------------------------------
+
+
+@dataclass
+class Stopped:
+    """A `serve` process that was sent requests and then SIGTERM."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def serve_and_stop(*options: str, bogus: bool) -> Stopped:
+    """Serve, send one valid request (and one with an unknown query parameter), SIGTERM."""
+    process, urls = start("--port", "0", *options)
+    try:
+        headers = {"Authorization": f"Bearer {urls['token']}"}
+        valid = httpx.get(urls["control"] + "/personal-access-tokens/ci", headers=headers)
+        assert valid.status_code == 200, valid.text
+        if bogus:
+            broken = httpx.get(
+                urls["control"] + "/personal-access-tokens/ci",
+                params={"bogus": "1"},
+                headers=headers,
+            )
+            assert broken.status_code == 400, broken.text
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=30)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return Stopped(process.returncode, stdout, stderr)
+
+
+@pytest.fixture(scope="module")
+def served_report(tmp_path_factory) -> tuple[Path, Stopped]:
+    path = tmp_path_factory.mktemp("serve-report") / "report.json"
+    return path, serve_and_stop("--report", str(path), bogus=True)
+
+
+def test_serve_writes_the_report_and_its_text_when_stopped(served_report):
+    path, stopped = served_report
+    text_path = path.with_suffix(".txt")
+    assert path.is_file() and text_path.is_file()
+    assert f"contract report written to {path} and {text_path}" in stopped.stdout
+    assert text_path.read_text().startswith("Contract report: 2 request(s), 1 contract")
+
+
+def test_serve_report_names_the_request_that_broke_the_contract(served_report):
+    path, _ = served_report
+    report = json.loads(path.read_text())
+    assert report["summary"]["violations"] == 1
+    (violation,) = report["operations"]["getOrCreatePersonalAccessToken"]["violatingRequests"]
+    assert violation["request"] == f"GET {TOKENS_PATH}"
+    assert violation["query"] == {"bogus": ["1"]}
+    assert (violation["status"], violation["code"]) == (400, 40001)
+    assert violation["test"] is None
+
+
+def test_serve_with_a_violation_exits_0_without_fail_on_violation(served_report):
+    _, stopped = served_report
+    assert stopped.returncode == 0, stopped.stderr
+    assert "platform-mock: 1 request(s) broke the contract" in stopped.stderr
+
+
+def test_fail_on_violation_exits_1_after_a_violation(tmp_path):
+    stopped = serve_and_stop(
+        "--report", str(tmp_path / "report.json"), "--fail-on-violation", bogus=True
+    )
+    assert stopped.returncode == 1, stopped.stderr
+    assert "platform-mock: 1 request(s) broke the contract" in stopped.stderr
+
+
+def test_fail_on_violation_exits_0_when_every_request_kept_the_contract(tmp_path):
+    stopped = serve_and_stop(
+        "--report", str(tmp_path / "report.json"), "--fail-on-violation", bogus=False
+    )
+    assert stopped.returncode == 0, stopped.stderr
+    assert "broke the contract" not in stopped.stderr
+    assert json.loads((tmp_path / "report.json").read_text())["summary"]["violations"] == 0
