@@ -19,7 +19,7 @@ import uvicorn  # noqa: E402
 from mock_server import __version__  # noqa: E402
 from mock_server.app import MockConfig, PlatformMock  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
-from mock_server.middleware import quiet_dropped_connections  # noqa: E402
+from mock_server.server import uvicorn_config  # noqa: E402
 
 EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
@@ -151,13 +151,7 @@ def serve(args: argparse.Namespace) -> int:
             f"  warning: listening on {args.host}, reachable from other machines", file=sys.stderr
         )
     sys.stdout.flush()
-    config = uvicorn.Config(
-        mock,
-        log_level=args.log_level,
-        lifespan="off",
-        access_log=args.log_level in ("debug", "info"),
-    )
-    quiet_dropped_connections()
+    config = uvicorn_config(mock, log_level=args.log_level)
     _Server(config).run(sockets=[sock])
     return _finish(mock, args)
 

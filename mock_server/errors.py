@@ -64,6 +64,11 @@ class InvalidFaultRequest(PlatformError):
     default_message = "Prefer header asks for a fault the contract does not allow"
 
 
+class UnparsableRequest(PlatformError):
+    status, code = 400, 40006
+    default_message = "Request is not valid HTTP (or its request line is over 64 KiB)"
+
+
 # 401
 class MissingToken(PlatformError):
     status, code = 401, 40101
@@ -163,6 +168,11 @@ class PayloadTooLarge(PlatformError):
 class UnsupportedMediaType(PlatformError):
     status, code = 415, 41501
     default_message = "Request body must be sent as Content-Type: application/json"
+
+
+class HeadersTooLarge(PlatformError):
+    status, code = 431, 43101
+    default_message = "Request headers are larger than 64 KiB"
 
 
 # 422, 424

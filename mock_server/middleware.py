@@ -55,7 +55,7 @@ def _body(raw: bytes) -> Any:
     text = raw.decode("utf-8", errors="replace")
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

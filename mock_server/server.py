@@ -1,7 +1,9 @@
-"""Serving a mock over real HTTP from inside a Python process (tests, the pytest plugin).
+"""Serving a mock over HTTP with uvicorn: its configuration, and a server on a thread.
 
-`BackgroundServer` runs uvicorn on a daemon thread, bound to a free loopback port, and waits
-until the server accepts connections before returning.
+`uvicorn_config` is shared by the command and `BackgroundServer`: it makes the HTTP parser
+answer the requests it rejects (unparsable, or headers over 64 KiB) with the platform error
+body too. `BackgroundServer` runs uvicorn on a daemon thread, bound to a free loopback port
+(tests, the pytest plugin), and returns once the server accepts connections.
 """
 
 from __future__ import annotations
@@ -9,11 +11,65 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from typing import Any
 
+import orjson
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from mock_server import errors
 from mock_server.app import PlatformMock
 from mock_server.middleware import quiet_dropped_connections
+
+MAX_HEADER_BYTES = 64 * 1024
+
+
+class PlatformHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, refusing in the platform's error body what it refuses
+    before the app sees a request, and capping the size of request headers."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._header_bytes = 0
+        self._headers_too_large = False
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_bytes = 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_bytes += len(name) + len(value)
+        if self._header_bytes > MAX_HEADER_BYTES:
+            self._headers_too_large = True
+            raise ValueError("request headers too large")  # the parser turns it into a 400
+        super().on_header(name, value)
+
+    def send_400_response(self, msg: str) -> None:
+        error: errors.PlatformError = (
+            errors.HeadersTooLarge() if self._headers_too_large else errors.UnparsableRequest()
+        )
+        body = orjson.dumps(error.body())
+        reason = b"Request Header Fields Too Large" if error.status == 431 else b"Bad Request"
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+            b"connection: close\r\n\r\n%s" % (error.status, reason, len(body), body)
+        )
+        self.transport.close()
+
+
+def uvicorn_config(
+    mock: PlatformMock, *, log_level: str = "warning", **options: Any
+) -> uvicorn.Config:
+    config = uvicorn.Config(
+        mock,
+        http=PlatformHttpProtocol,
+        log_level=log_level,
+        lifespan="off",
+        access_log=log_level in ("debug", "info"),
+        **options,
+    )
+    quiet_dropped_connections()
+    return config
 
 
 class BackgroundServer:
@@ -25,10 +81,7 @@ class BackgroundServer:
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((host, port))
         self.host, self.port = self._sock.getsockname()[:2]
-        self._server = uvicorn.Server(
-            uvicorn.Config(mock, log_level="warning", lifespan="off", access_log=False)
-        )
-        quiet_dropped_connections()
+        self._server = uvicorn.Server(uvicorn_config(mock))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )

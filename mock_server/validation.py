@@ -257,6 +257,15 @@ class ParameterValidator(ConnexionParameterValidator):
 _NO_BODY = object()
 
 
+def _unique_keys(pairs: list[tuple[str, t.Any]]) -> dict[str, t.Any]:
+    # JSON leaves repeated keys undefined; Python would keep the last one silently.
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"key {repeated[0]!r} appears more than once in an object")
+    return dict(pairs)
+
+
 def _not_json(constant: str) -> t.NoReturn:
     # Python's json module reads NaN and Infinity, which JSON does not have.
     raise ValueError(f"{constant} is not a JSON value")
@@ -327,7 +336,7 @@ class JSONBodyValidator(JSONRequestBodyValidator):
         except (UnicodeDecodeError, LookupError):
             raise _body_problem(f"is not valid {self._encoding} text") from None
         try:
-            return json.loads(text, parse_constant=_not_json)
+            return json.loads(text, parse_constant=_not_json, object_pairs_hook=_unique_keys)
         except (ValueError, RecursionError) as exc:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise _body_problem(f"is not valid JSON: {reason}") from None
