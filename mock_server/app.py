@@ -126,6 +126,9 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         jsonifier=Jsonifier(_CompactJSON),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/docs"),
     )
+    # Werkzeug would answer `//` in a path with a redirect to the merged path: the platform
+    # knows no such path, so it is a 404 like any other unknown path.
+    app.app.url_map.merge_slashes = False
     app.add_api(CONTROL_PLANE_SPEC, base_path="")
     app.add_api(GATEWAY_SPEC, base_path=mock.gateway_prefix)
     app.add_api(ADMIN_SPEC, base_path=ADMIN_PREFIX)
@@ -161,7 +164,7 @@ def as_platform_error(
         )
     status = getattr(exc, "status_code", 500)
     where = f"{request.method} {request.url.path}" if request is not None else "this request"
-    if status == 404:
+    if status == 404 or status < 400:  # a redirect means the path is not one of the API's
         return errors.RouteNotFound(f"No route for {where}")
     if status == 405:
         return errors.MethodNotAllowed(f"Method not allowed: {where}")

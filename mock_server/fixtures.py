@@ -355,7 +355,7 @@ def dump(store: Store) -> dict[str, Any]:
     it rebuilds this state, ids and timestamps included."""
     with store.lock:
         world = store.world
-        tenant = store.identity.tenant
+        tenant = world.tenant
 
         def subjects(type_: str) -> list[Subject]:
             return [s for s in world.subjects.values() if s.type == type_]
@@ -370,7 +370,7 @@ def dump(store: Store) -> dict[str, Any]:
             return f"{subject.type}:{subject.name}"
 
         document: dict[str, Any] = {
-            "tenant": {"name": tenant.name, "id": tenant.id},
+            "tenant": {"name": tenant.name, "id": tenant.id} if tenant else None,
             "users": [
                 {"email": u.name, "slug": u.slug, "displayName": u.display_name, "id": u.id}
                 for u in subjects("user")
@@ -441,7 +441,9 @@ def dump(store: Store) -> dict[str, Any]:
             "modelResponses": [{"response": r} for r in world.model_responses.values()],
             "clock": iso(store.sources.clock.now()),
         }
-        return copy.deepcopy({key: value for key, value in document.items() if value != []})
+        return copy.deepcopy(
+            {key: value for key, value in document.items() if value not in ([], None)}
+        )
 
 
 def _dump_secret_group(group: SecretGroup) -> dict[str, Any]:

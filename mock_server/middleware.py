@@ -18,6 +18,7 @@ from connexion.middleware.abstract import ROUTING_CONTEXT
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mock_server import errors
 from mock_server.faults import Faults
 from mock_server.journal import BODY_LIMIT, Entry, Journal
 
@@ -126,13 +127,17 @@ async def journaled(
 
 
 class RouteNotes:
-    """Notes the routed path parameters, which Connexion keeps only on its own scope copy."""
+    """Notes the routed path parameters, which Connexion keeps only on its own scope copy,
+    and answers 404 for a request no operation of the specs matched: Connexion would hand
+    it to Flask, whose router is laxer (it takes `//api/...` for `/api/...`)."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            if scope.get("extensions", {}).get(ROUTING_CONTEXT, {}).get("operation_id") is None:
+                raise errors.RouteNotFound(f"No route for {scope['method']} {scope['path']}")
             notes(scope)["path_params"] = {
                 k: str(v) for k, v in scope.get("path_params", {}).items()
             }

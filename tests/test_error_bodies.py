@@ -427,3 +427,16 @@ def test_empty_object_body_lists_missing_required_fields(client, calls, operatio
     assert {d["location"] for d in body["details"]} == {"body"}
     assert all(d["message"] == "is required" for d in body["details"]), body
     assert {d["field"] for d in body["details"]} == set(call.json)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/api/svc/v1//personal-access-tokens/ci", id="inner-double-slash"),
+        pytest.param("//api/svc/v1/personal-access-tokens/ci", id="leading-double-slash"),
+        pytest.param("/api/svc/v1/personal-access-tokens//ci", id="double-slash-before-param"),
+    ],
+)
+def test_path_with_a_double_slash_is_404_40401(server, token, path):
+    response = httpx.get(server.url + path, headers={"Authorization": f"Bearer {token}"})
+    platform_error(response, 404, 40401)

@@ -1,0 +1,443 @@
+"""The admin API under `/__admin`: its token, reset and re-seeding, fixtures, state, report, docs.
+
+Only the mock's admin token opens it; platform tokens are refused with 403, and the admin
+token opens nothing on the platform API. Requests to it are not journaled.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from mock_server import PlatformMock
+from mock_server.app import MockConfig
+from mock_server.server import BackgroundServer
+from tests.conftest import CONTROL_PLANE, assert_error, token_of
+
+DANA = "dana@acme.example"
+
+
+@pytest.fixture
+def admin(server, mock) -> Iterator[httpx.Client]:
+    """httpx client of the admin API with the admin token."""
+    with httpx.Client(
+        base_url=server.url + "/__admin",
+        headers={"Authorization": f"Bearer {mock.auth.admin_token()}"},
+    ) as client:
+        yield client
+
+
+def _state(admin: httpx.Client) -> dict:
+    response = admin.get("/state")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _group_path(store, name: str) -> str:
+    return f"/secret-groups/{store.secrets.group_named(name).resource.id}"
+
+
+def _runs_path(store) -> str:
+    return f"/jobs/{store.deployments.application_named('trainer').id}/runs"
+
+
+# -- who may call it ---------------------------------------------------------------------------
+
+
+ADMIN_REQUESTS = [
+    pytest.param("GET", "/state", id="get-state"),
+    pytest.param("GET", "/journal", id="get-journal"),
+    pytest.param("GET", "/faults", id="get-faults"),
+    pytest.param("GET", "/report", id="get-report"),
+    pytest.param("POST", "/reset", id="post-reset"),
+    pytest.param("DELETE", "/faults", id="delete-faults"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), ADMIN_REQUESTS)
+def test_admin_api_without_token_is_401(anonymous, method, path):
+    assert_error(anonymous.request(method, "/__admin" + path), 401, 40101)
+
+
+@pytest.mark.parametrize(("method", "path"), ADMIN_REQUESTS)
+def test_admin_api_with_a_platform_users_token_is_403(anonymous, mock, method, path):
+    headers = {"Authorization": f"Bearer {mock.auth.dev_token()}"}  # alice, tenant admin
+    body = assert_error(anonymous.request(method, "/__admin" + path, headers=headers), 403, 40301)
+    assert "admin" in body["message"]
+
+
+def test_platform_token_cannot_reset_the_world(anonymous, api, mock, store):
+    assert api.delete(_group_path(store, "llm-keys")).status_code == 200
+    headers = {"Authorization": f"Bearer {token_of(mock, 'bob@acme.example')}"}
+
+    assert_error(anonymous.post("/__admin/reset", headers=headers), 403, 40301)
+
+    assert store.identity.find_resource("secret-group", "llm-keys") is None
+
+
+def test_admin_token_on_the_platform_api_is_401(anonymous, mock):
+    headers = {"Authorization": f"Bearer {mock.auth.admin_token()}"}
+    response = anonymous.get(CONTROL_PLANE + "/personal-access-tokens/ci", headers=headers)
+    assert_error(response, 401, 40105)
+
+
+def test_admin_token_on_the_gateway_is_401(anonymous, mock, server):
+    headers = {"Authorization": f"Bearer {mock.auth.admin_token()}"}
+    response = anonymous.get(
+        f"{server.gateway_url}/responses/resp_0000000000000000000000000000demo", headers=headers
+    )
+    assert_error(response, 401, 40105)
+
+
+# -- reset -------------------------------------------------------------------------------------
+
+
+def test_reset_brings_back_a_deleted_secret_group(admin, api, store):
+    group_id = store.secrets.group_named("llm-keys").resource.id
+    assert api.delete(f"/secret-groups/{group_id}").status_code == 200
+
+    response = admin.post("/reset")
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {}
+    assert store.secrets.group_named("llm-keys").resource.id == group_id
+    assert api.delete(f"/secret-groups/{group_id}").status_code == 200  # deletable again
+
+
+def test_reset_removes_a_created_token(admin, api, server, store):
+    alice = store.identity.default_user()
+    created = api.get("/personal-access-tokens/ci")
+    assert created.json()["created"] is True
+
+    assert admin.post("/reset", json={}).status_code == 200
+
+    assert (alice.id, "ci") not in store.world.tokens
+    # The token issued before the reset no longer authenticates: it names a token that no
+    # longer exists (40105), and it was issued after the reset world's clock (40103).
+    unauthorized = httpx.get(
+        server.url + CONTROL_PLANE + "/personal-access-tokens/ci",
+        headers={"Authorization": f"Bearer {created.json()['token']}"},
+    )
+    assert unauthorized.status_code == 401, unauthorized.text
+    assert unauthorized.json()["code"] in (40103, 40105)
+    assert api.get("/personal-access-tokens/ci").json()["created"] is True
+
+
+def test_reset_gives_the_initial_state(admin, api, store):
+    initial = _state(admin)
+    api.delete(_group_path(store, "llm-keys"))
+    api.get("/personal-access-tokens/ci")
+    assert _state(admin) != initial
+
+    assert admin.post("/reset").status_code == 200
+
+    assert _state(admin) == initial
+
+
+def test_reset_clears_the_journal(admin, api, mock):
+    api.get("/personal-access-tokens/ci")
+    api.get("/no-such-path")
+    assert admin.get("/journal").json()["data"]
+
+    assert admin.post("/reset").status_code == 200
+
+    assert len(mock.journal) == 0
+    assert admin.get("/journal").json() == {"data": []}
+
+
+def test_reset_clears_the_faults(admin, api, mock, store):
+    mock.faults.add("listJobRuns", status=503, times=None)
+
+    assert admin.post("/reset").status_code == 200
+
+    assert admin.get("/faults").json() == {"data": []}
+    assert api.get(_runs_path(store)).status_code == 200
+
+
+def test_reset_rejects_an_invalid_body(admin, api, store):
+    api.delete(_group_path(store, "llm-keys"))
+
+    assert_error(admin.post("/reset", json={"seed": -1}), 400, 40001)
+    assert_error(admin.post("/reset", json={"sed": 7}), 400, 40001)
+
+    assert store.identity.find_resource("secret-group", "llm-keys") is None
+
+
+def test_reset_with_a_seed_reseeds_and_later_resets_keep_it(admin, mock):
+    original_seed = mock.store.seed
+    initial_tenant = _state(admin)["tenant"]
+    try:
+        assert admin.post("/reset", json={"seed": 7}).status_code == 200
+        seeded_tenant = _state(admin)["tenant"]
+
+        assert seeded_tenant["name"] == initial_tenant["name"]
+        assert seeded_tenant["id"] != initial_tenant["id"]
+        assert mock.store.seed == 7
+
+        assert admin.post("/reset").status_code == 200
+        assert _state(admin)["tenant"] == seeded_tenant
+    finally:
+        mock.reset(seed=original_seed)  # seed 0 unless the session was started with another
+    assert _state(admin)["tenant"] == initial_tenant
+
+
+def test_reseeded_world_serves_the_platform_api(admin, mock, server):
+    original_seed = mock.store.seed
+    try:
+        assert admin.post("/reset", json={"seed": 7}).status_code == 200
+        token = mock.auth.dev_token()
+        response = httpx.get(
+            server.url + CONTROL_PLANE + "/personal-access-tokens/ci",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code == 200, response.text
+        alice = mock.store.identity.default_user()
+        assert response.json()["data"]["createdBySubject"]["subjectId"] == alice.id
+    finally:
+        mock.reset(seed=original_seed)
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+
+DANA_DOCUMENT = {
+    "users": [{"email": DANA, "slug": "dana", "displayName": "Dana Data"}],
+    "grants": [
+        {"subject": f"user:{DANA}", "role": "workspace-viewer", "resource": "workspace:ml-team"}
+    ],
+}
+
+
+def test_loaded_fixture_adds_a_user_whose_token_works(admin, mock, server, store):
+    response = admin.post("/fixtures", json=DANA_DOCUMENT)
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {}
+    dana = store.identity.subject_named("user", DANA)
+    with httpx.Client(
+        base_url=server.url + CONTROL_PLANE,
+        headers={"Authorization": f"Bearer {mock.auth.dev_token(dana)}"},
+    ) as client:
+        issued = client.get("/personal-access-tokens/ci")
+        assert issued.status_code == 200, issued.text
+        assert issued.json()["data"]["createdBySubject"]["subjectSlug"] == "dana"
+        manifests = client.get(
+            "/role-bindings/generate-manifest",
+            params={"subjectType": "user", "subjectId": dana.id},
+        )
+    assert manifests.status_code == 200, manifests.text
+    roles = [p["role"] for m in manifests.json()["data"] for p in m["permissions"]]
+    assert roles == ["workspace-viewer"]
+
+
+def test_loaded_fixture_adds_a_secret_group_the_api_can_delete(admin, api, store):
+    document = {
+        "secretGroups": [
+            {
+                "name": "extra-keys",
+                "integration": {"fqn": "acme:aws:secrets-manager"},
+                "secrets": [{"key": "EXTRA", "values": ["v1"]}],
+            }
+        ]
+    }
+    assert admin.post("/fixtures", json=document).status_code == 200
+
+    response = api.delete(_group_path(store, "extra-keys"))
+
+    assert response.status_code == 200, response.text
+    assert store.identity.find_resource("secret-group", "extra-keys") is None
+
+
+@pytest.mark.parametrize(
+    ("document", "mentions"),
+    [
+        pytest.param(
+            {"users": [{"name": "dana"}]}, ["email", "'name' was unexpected"], id="schema-error"
+        ),
+        pytest.param({"secretGroups": "llm-keys"}, ["secretGroups"], id="section-of-wrong-type"),
+        pytest.param({"planets": []}, ["planets"], id="unknown-section"),
+        pytest.param(
+            {
+                "users": [{"email": DANA}],
+                "applications": [
+                    {
+                        "name": "nightly",
+                        "type": "job",
+                        "workspace": "no-such-workspace",
+                        "deployments": [{"manifest": {"image": {"type": "build"}}}],
+                    }
+                ],
+            },
+            ["no-such-workspace"],
+            id="unknown-workspace",
+        ),
+        pytest.param(
+            {
+                "grants": [
+                    {
+                        "subject": "user:nobody@acme.example",
+                        "role": "x-viewer",
+                        "resource": "tenant:acme",
+                    }
+                ]
+            },
+            ["nobody@acme.example"],
+            id="unknown-subject",
+        ),
+    ],
+)
+def test_invalid_fixture_is_400_with_details_and_changes_nothing(admin, store, document, mentions):
+    before = _state(admin)
+
+    body = assert_error(admin.post("/fixtures", json=document), 400, 40001)
+
+    assert body["details"], body
+    text = body["message"] + " ".join(d["message"] for d in body["details"])
+    for mention in mentions:
+        assert mention in text
+    assert _state(admin) == before
+    assert store.identity.find_subject("user", DANA) is None
+
+
+def test_fixture_body_that_is_not_an_object_is_400(admin):
+    before = _state(admin)
+    assert_error(admin.post("/fixtures", json=[DANA_DOCUMENT]), 400, 40001)
+    assert _state(admin) == before
+
+
+def test_loaded_fixture_is_dropped_by_the_next_reset(admin, store):
+    initial = _state(admin)
+    assert admin.post("/fixtures", json=DANA_DOCUMENT).status_code == 200
+    assert store.identity.find_subject("user", DANA) is not None
+
+    assert admin.post("/reset").status_code == 200
+
+    assert store.identity.find_subject("user", DANA) is None
+    assert _state(admin) == initial
+
+
+# -- state -------------------------------------------------------------------------------------
+
+
+def test_state_names_the_default_world(admin, store):
+    state = _state(admin)
+
+    assert state["tenant"] == {"name": "acme", "id": store.identity.tenant.id}
+    assert [u["email"] for u in state["users"]] == [
+        "alice@acme.example",
+        "bob@acme.example",
+        "carol@acme.example",
+    ]
+    assert sorted(g["name"] for g in state["secretGroups"]) == ["legacy-vault", "llm-keys"]
+
+
+def test_state_reflects_api_changes(admin, api, store):
+    api.delete(_group_path(store, "llm-keys"))
+
+    state = _state(admin)
+
+    assert [g["name"] for g in state["secretGroups"]] == ["legacy-vault"]
+
+
+def test_state_loaded_into_an_empty_mock_reproduces_it(admin, api, store):
+    # Change the world first, so the dump holds more than the defaults.
+    assert api.delete(_group_path(store, "llm-keys")).status_code == 200
+    assert api.get("/personal-access-tokens/ci").status_code == 200
+    assert admin.post("/fixtures", json=DANA_DOCUMENT).status_code == 200
+    state = _state(admin)
+
+    other_mock = PlatformMock(MockConfig(default_fixtures=False))
+    with (
+        BackgroundServer(other_mock) as other,
+        httpx.Client(
+            base_url=other.url + "/__admin",
+            headers={"Authorization": f"Bearer {other_mock.auth.admin_token()}"},
+        ) as other_admin,
+    ):
+        loaded = other_admin.post("/fixtures", json=copy.deepcopy(state))
+        assert loaded.status_code == 200, loaded.text
+        assert _state(other_admin) == state
+
+
+def test_state_of_a_mock_without_fixtures_is_a_document(server):
+    """An empty world still dumps (spec: GET /state answers 200, 401 or 403; never 500)."""
+    empty_mock = PlatformMock(MockConfig(default_fixtures=False))
+    with (
+        BackgroundServer(empty_mock) as empty,
+        httpx.Client(
+            base_url=empty.url + "/__admin",
+            headers={"Authorization": f"Bearer {empty_mock.auth.admin_token()}"},
+        ) as empty_admin,
+    ):
+        state = _state(empty_admin)
+    assert isinstance(state, dict)
+    assert not state.get("users") and not state.get("secretGroups")
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def test_report_counts_the_requests_of_this_test(admin, api, store):
+    before = admin.get("/report").json()
+    path = _runs_path(store)
+
+    assert api.get(path).status_code == 200
+    assert api.get(path, params={"limit": 0}).status_code == 400
+    assert admin.get("/state").status_code == 200  # admin requests are not counted
+
+    response = admin.get("/report")
+    assert response.status_code == 200, response.text
+    after = response.json()
+    runs_before, runs_after = (
+        before["operations"]["listJobRuns"],
+        after["operations"]["listJobRuns"],
+    )
+    assert runs_after["calls"] == runs_before["calls"] + 2
+    assert runs_after["statuses"].get("200", 0) == runs_before["statuses"].get("200", 0) + 1
+    assert runs_after["statuses"].get("400", 0) == runs_before["statuses"].get("400", 0) + 1
+    assert runs_after["violations"] == runs_before["violations"] + 1
+    assert after["summary"]["requests"] == before["summary"]["requests"] + 2
+    assert after["summary"]["violations"] == before["summary"]["violations"] + 1
+    assert "listJobRuns" not in after["summary"]["operationsNotCalled"]
+    assert after["summary"]["operationsInContract"] == 8
+
+
+def test_report_counts_unrouted_requests(admin, api):
+    before = admin.get("/report").json()["operations"].get("(no operation)", {"calls": 0})
+
+    assert api.get("/no-such-path").status_code == 404
+
+    after = admin.get("/report").json()["operations"]["(no operation)"]
+    assert after["calls"] == before["calls"] + 1
+
+
+def test_report_survives_a_reset(admin, api):
+    before = admin.get("/report").json()["summary"]["requests"]
+    api.get("/personal-access-tokens/ci")
+
+    assert admin.post("/reset").status_code == 200
+
+    assert admin.get("/report").json()["summary"]["requests"] == before + 1
+
+
+# -- the admin API's own contract --------------------------------------------------------------
+
+
+def test_unknown_query_parameter_on_journal_is_400(admin):
+    body = assert_error(admin.get("/journal", params={"operation": "listJobRuns"}), 400, 40001)
+    assert [d["field"] for d in body["details"]] == ["operation"]
+
+
+def test_journal_status_filter_must_be_an_integer(admin):
+    body = assert_error(admin.get("/journal", params={"status": "ok"}), 400, 40001)
+    assert any(d["field"] == "status" for d in body["details"])
+
+
+def test_admin_swagger_ui_answers(anonymous):
+    response = anonymous.get("/__admin/docs/")
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/html")
+    assert "swagger" in response.text.lower()

@@ -1,0 +1,512 @@
+"""The request journal: `mock.journal` from Python and `GET/DELETE /__admin/journal`.
+
+Every platform request is recorded once, in order, whatever the mock answered (validation,
+auth, routing errors included), without the bearer token, with a `violation` flag for
+requests that broke the contract. The admin API itself is not journaled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.conftest import CONTROL_PLANE, assert_error
+
+TOKENS = "/personal-access-tokens/ci"
+DEPLOYMENTS = "/secrets/deployments"
+
+
+@pytest.fixture
+def admin(server, mock) -> Iterator[httpx.Client]:
+    """httpx client of the admin API with the admin token."""
+    with httpx.Client(
+        base_url=server.url + "/__admin",
+        headers={"Authorization": f"Bearer {mock.auth.admin_token()}"},
+    ) as client:
+        yield client
+
+
+def _group_id(store, name: str) -> str:
+    return store.secrets.group_named(name).resource.id
+
+
+def _job_id(store) -> str:
+    return store.deployments.application_named("trainer").id
+
+
+def _runs(job_id: str) -> str:
+    return f"/jobs/{job_id}/runs"
+
+
+# -- what is recorded --------------------------------------------------------------------------
+
+
+def test_every_request_is_recorded_once_in_order(api, anonymous, mock, store):
+    job_id = _job_id(store)
+    sent = [
+        ("GET", CONTROL_PLANE + _runs(job_id), api.get(_runs(job_id)).status_code),
+        (
+            "GET",
+            CONTROL_PLANE + _runs(job_id),
+            api.get(_runs(job_id), params={"limit": 0}).status_code,
+        ),
+        ("GET", CONTROL_PLANE + TOKENS, anonymous.get(CONTROL_PLANE + TOKENS).status_code),
+        ("GET", CONTROL_PLANE + "/no-such-path", api.get("/no-such-path").status_code),
+        ("POST", CONTROL_PLANE + TOKENS, api.post(TOKENS).status_code),
+        (
+            "DELETE",
+            CONTROL_PLANE + "/secret-groups/nope",
+            api.delete("/secret-groups/nope").status_code,
+        ),
+    ]
+    assert [s for _, _, s in sent] == [200, 400, 401, 404, 405, 404]
+
+    entries = list(mock.journal)
+
+    assert [(e.method, e.path, e.status) for e in entries] == sent
+    seqs = [e.seq for e in entries]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+def test_validation_failure_is_recorded_with_its_error(api, mock):
+    response = api.post(DEPLOYMENTS, params={"limit": 0}, json={"secretIds": ["s-1"]})
+    body = assert_error(response, 400, 40001)
+
+    entry = mock.journal.last
+
+    assert entry.operation_id == "listSecretDeployments"
+    assert (entry.method, entry.path) == ("POST", CONTROL_PLANE + DEPLOYMENTS)
+    assert entry.query == {"limit": ["0"]}
+    assert entry.body == {"secretIds": ["s-1"]}
+    assert (entry.status, entry.code) == (400, 40001)
+    assert entry.message == body["message"]
+    assert entry.details == body["details"]
+    assert any(d["field"] == "limit" for d in entry.details)
+
+
+def test_successful_request_carries_query_lists_path_params_and_no_error(api, mock, store):
+    job_id = _job_id(store)
+    response = api.get(_runs(job_id), params={"status": ["FAILED", "RUNNING"], "limit": 5})
+    assert response.status_code == 200, response.text
+
+    entry = mock.journal.last
+
+    assert entry.operation_id == "listJobRuns"
+    assert entry.query == {"status": ["FAILED", "RUNNING"], "limit": ["5"]}
+    assert entry.path_params == {"jobId": job_id}
+    assert entry.body is None
+    assert (entry.status, entry.code, entry.message, entry.details) == (200, None, None, [])
+
+
+def test_json_body_is_stored_parsed(api, mock):
+    api.post(DEPLOYMENTS, json={"secretIds": ["a", "b"]})
+    assert mock.journal.last.body == {"secretIds": ["a", "b"]}
+
+
+def test_missing_token_is_recorded_as_401_of_its_operation(anonymous, mock):
+    assert_error(anonymous.get(CONTROL_PLANE + TOKENS), 401, 40101)
+
+    entry = mock.journal.last
+
+    assert (entry.operation_id, entry.status, entry.code) == (
+        "getOrCreatePersonalAccessToken",
+        401,
+        40101,
+    )
+    assert entry.path_params == {"name": "ci"}
+
+
+def test_unknown_path_is_recorded_without_operation(api, mock):
+    assert_error(api.get("/no-such-path"), 404, 40401)
+
+    entry = mock.journal.last
+
+    assert entry.path == CONTROL_PLANE + "/no-such-path"
+    assert (entry.operation_id, entry.status, entry.code) == (None, 404, 40401)
+
+
+def test_wrong_method_is_recorded_as_405(api, mock):
+    assert_error(api.post(TOKENS), 405, 40501)
+
+    entry = mock.journal.last
+
+    assert (entry.method, entry.path) == ("POST", CONTROL_PLANE + TOKENS)
+    assert (entry.operation_id, entry.status, entry.code) == (None, 405, 40501)
+
+
+@pytest.mark.parametrize(
+    "authorized",
+    [pytest.param(True, id="accepted-token"), pytest.param(False, id="rejected-token")],
+)
+def test_authorization_header_is_never_stored(server, mock, token, authorized):
+    bearer = token if authorized else token + "tampered"
+    response = httpx.get(
+        server.url + CONTROL_PLANE + TOKENS, headers={"Authorization": f"Bearer {bearer}"}
+    )
+    assert response.status_code == (200 if authorized else 401), response.text
+
+    entry = mock.journal.last
+
+    assert "authorization" not in {k.lower() for k in entry.headers}
+    assert bearer not in json.dumps(entry.to_dict())
+    assert token.split(".")[2] not in json.dumps(entry.to_dict())
+
+
+def test_admin_requests_are_not_journaled(admin, api, mock):
+    api.get(TOKENS)
+    assert admin.get("/state").status_code == 200
+    assert admin.get("/journal").status_code == 200
+    assert admin.get("/faults").status_code == 200
+
+    assert [e.operation_id for e in mock.journal] == ["getOrCreatePersonalAccessToken"]
+    assert not any(e.path.startswith("/__admin") for e in mock.journal)
+
+
+def test_entries_are_labelled_with_the_current_test(api, mock, request):
+    api.get(TOKENS)
+    api.get("/no-such-path")
+    assert [e.test for e in mock.journal] == [request.node.nodeid] * 2
+
+
+# -- violation ---------------------------------------------------------------------------------
+
+
+def _limit_zero(api, anonymous, store):
+    return api.get(_runs(_job_id(store)), params={"limit": 0})
+
+
+def _no_route(api, anonymous, store):
+    return api.get("/no-such-path")
+
+
+def _wrong_method(api, anonymous, store):
+    return api.post(TOKENS)
+
+
+def _not_json(api, anonymous, store):
+    return api.post(DEPLOYMENTS, content=b"secretIds=a", headers={"Content-Type": "text/plain"})
+
+
+def _too_large(api, anonymous, store):
+    big = b'{"secretIds": ["' + b"a" * (1024 * 1024) + b'"]}'
+    return api.post(DEPLOYMENTS, content=big, headers={"Content-Type": "application/json"})
+
+
+def _no_token(api, anonymous, store):
+    return anonymous.get(CONTROL_PLANE + TOKENS)
+
+
+def _ok(api, anonymous, store):
+    return api.get(_runs(_job_id(store)))
+
+
+def _unknown_group(api, anonymous, store):
+    return api.delete("/secret-groups/secret-group-does-not-exist")
+
+
+def _tag_conflict(api, anonymous, store):
+    staged = api.post(
+        "/artifact-versions/stage",
+        json={
+            "manifest": {
+                "type": "model-version",
+                "name": "sentiment",
+                "ml_repo": "demo-repo",
+                "source": {"type": "platform"},
+            }
+        },
+    )
+    assert staged.status_code == 200, staged.text
+    return api.put(
+        "/artifact-versions/tags",
+        json={"artifact_version_id": staged.json()["id"], "tags": ["production"]},
+    )
+
+
+def _faulty_integration(api, anonymous, store):
+    return api.delete(f"/secret-groups/{_group_id(store, 'legacy-vault')}")
+
+
+@pytest.mark.parametrize(
+    ("send", "status", "code"),
+    [
+        pytest.param(_limit_zero, 400, 40001, id="invalid-parameter-40001"),
+        pytest.param(_no_route, 404, 40401, id="no-route-404"),
+        pytest.param(_wrong_method, 405, 40501, id="wrong-method-405"),
+        pytest.param(_not_json, 415, 41501, id="not-json-415"),
+        pytest.param(_too_large, 413, 41301, id="body-too-large-413"),
+        pytest.param(_no_token, 401, 40101, id="missing-token-401"),
+    ],
+)
+def test_contract_breaking_request_is_a_violation(api, anonymous, mock, store, send, status, code):
+    assert_error(send(api, anonymous, store), status, code)
+    assert mock.journal.last.violation is True
+    assert mock.journal.last.to_dict()["violation"] is True
+
+
+def test_forbidden_request_is_not_a_violation(as_user, mock, store):
+    carol = as_user("carol@acme.example")
+    assert_error(carol.delete(f"/secret-groups/{_group_id(store, 'llm-keys')}"), 403, 40301)
+    assert mock.journal.last.violation is False
+
+
+@pytest.mark.parametrize(
+    ("send", "status", "code"),
+    [
+        pytest.param(_ok, 200, None, id="ok-200"),
+        pytest.param(_unknown_group, 404, 40405, id="unknown-resource-404"),
+        pytest.param(_tag_conflict, 409, 40901, id="conflict-409"),
+        pytest.param(_faulty_integration, 424, 42401, id="failed-dependency-424"),
+    ],
+)
+def test_request_within_the_contract_is_not_a_violation(
+    api, anonymous, mock, store, send, status, code
+):
+    response = send(api, anonymous, store)
+    if code is None:
+        assert response.status_code == status, response.text
+    else:
+        assert_error(response, status, code)
+    assert mock.journal.last.violation is False
+    assert mock.journal.last.to_dict()["violation"] is False
+
+
+# -- querying from Python ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def three_deletes(api, store) -> dict[str, str]:
+    """A journal of: delete llm-keys (200), delete an unknown group (404), list runs (200),
+    delete legacy-vault without force (424)."""
+    ids = {
+        "llm-keys": _group_id(store, "llm-keys"),
+        "legacy-vault": _group_id(store, "legacy-vault"),
+        "unknown": "secret-group-does-not-exist",
+        "job": _job_id(store),
+    }
+    assert api.delete(f"/secret-groups/{ids['llm-keys']}").status_code == 200
+    assert api.delete(f"/secret-groups/{ids['unknown']}").status_code == 404
+    assert api.get(_runs(ids["job"]), params={"limit": 3}).status_code == 200
+    assert api.delete(f"/secret-groups/{ids['legacy-vault']}").status_code == 424
+    return ids
+
+
+def test_calls_filters_by_operation(mock, three_deletes):
+    calls = mock.journal.calls("deleteSecretGroup")
+    assert [c.path_params["id"] for c in calls] == [
+        three_deletes["llm-keys"],
+        three_deletes["unknown"],
+        three_deletes["legacy-vault"],
+    ]
+    assert len(mock.journal.calls()) == 4
+
+
+def test_calls_filters_by_status(mock, three_deletes):
+    assert [c.path_params["id"] for c in mock.journal.calls("deleteSecretGroup", status=404)] == [
+        three_deletes["unknown"]
+    ]
+    assert [c.operation_id for c in mock.journal.calls(status=200)] == [
+        "deleteSecretGroup",
+        "listJobRuns",
+    ]
+
+
+def test_calls_filters_by_path_and_query_parameters(mock, three_deletes):
+    by_id = mock.journal.calls("deleteSecretGroup", id=three_deletes["legacy-vault"])
+    assert [c.status for c in by_id] == [424]
+    assert [c.operation_id for c in mock.journal.calls(limit=3)] == ["listJobRuns"]
+    assert mock.journal.calls("listJobRuns", limit=4) == []
+
+
+def test_calls_matches_a_boolean_query_parameter_given_as_a_bool(api, mock, store):
+    group_id = _group_id(store, "legacy-vault")
+    assert (
+        api.delete(f"/secret-groups/{group_id}", params={"forceDelete": "true"}).status_code == 200
+    )
+
+    assert [c.status for c in mock.journal.calls("deleteSecretGroup", forceDelete=True)] == [200]
+    assert mock.journal.calls("deleteSecretGroup", forceDelete=False) == []
+
+
+def test_call_count_and_last(mock, three_deletes):
+    assert mock.journal.call_count == 4
+    assert len(mock.journal) == 4
+    last = mock.journal.last
+    assert (last.operation_id, last.path_params["id"], last.status) == (
+        "deleteSecretGroup",
+        three_deletes["legacy-vault"],
+        424,
+    )
+
+
+def test_last_is_none_on_an_empty_journal(mock):
+    assert mock.journal.last is None
+    assert mock.journal.call_count == 0
+
+
+def test_assert_called_passes_and_returns_the_matching_calls(mock, three_deletes):
+    found = mock.journal.assert_called("deleteSecretGroup")
+    assert len(found) == 3
+    mock.journal.assert_called("deleteSecretGroup", times=3)
+    mock.journal.assert_called("listJobRuns", times=1)
+
+
+def test_assert_called_matches_a_path_parameter_and_status(mock, three_deletes):
+    found = mock.journal.assert_called(
+        "deleteSecretGroup", times=1, id=three_deletes["llm-keys"], status=200
+    )
+    assert found[0].path_params["id"] == three_deletes["llm-keys"]
+    mock.journal.assert_called("deleteSecretGroup", id=three_deletes["legacy-vault"], status=424)
+
+
+def test_assert_called_fails_when_never_called(mock, three_deletes):
+    with pytest.raises(AssertionError) as failure:
+        mock.journal.assert_called("stageArtifactVersion")
+    message = str(failure.value)
+    assert "expected stageArtifactVersion at least once, found 0" in message
+    assert "Closest requests recorded" in message
+
+
+def test_assert_called_fails_on_the_wrong_count(mock, three_deletes):
+    with pytest.raises(AssertionError) as failure:
+        mock.journal.assert_called("deleteSecretGroup", times=2)
+    message = str(failure.value)
+    assert "deleteSecretGroup" in message
+    assert "2 time(s)" in message
+    assert "found 3" in message
+
+
+def test_assert_called_fails_on_the_wrong_status(mock, three_deletes):
+    with pytest.raises(AssertionError) as failure:
+        mock.journal.assert_called("deleteSecretGroup", id=three_deletes["llm-keys"], status=424)
+    message = str(failure.value)
+    assert f"id={three_deletes['llm-keys']!r}" in message
+    assert "424" in message
+    assert "found 0" in message
+
+
+def test_assert_called_failure_lists_the_closest_request_first(api, mock, store):
+    job_id = _job_id(store)
+    for offset in range(6):  # more unrelated requests than the message lists
+        assert api.get(_runs(job_id), params={"offset": offset}).status_code == 200
+    group_id = _group_id(store, "llm-keys")
+    assert api.delete(f"/secret-groups/{group_id}").status_code == 200
+    assert api.get(_runs(job_id), params={"offset": 6}).status_code == 200
+
+    with pytest.raises(AssertionError) as failure:
+        mock.journal.assert_called("deleteSecretGroup", id=group_id, status=424)
+
+    message = str(failure.value)
+    closest = message.split("Closest requests recorded:\n", 1)[1].splitlines()
+    assert f"DELETE {CONTROL_PLANE}/secret-groups/{group_id} -> 200" in closest[0]
+    assert len(closest) == 5
+
+
+def test_assert_called_failure_on_an_empty_journal_says_so(mock):
+    with pytest.raises(AssertionError, match="found 0") as failure:
+        mock.journal.assert_called("listJobRuns")
+    assert "No request was recorded" in str(failure.value)
+
+
+def test_assert_not_called_passes_when_not_called(mock, three_deletes):
+    mock.journal.assert_not_called("stageArtifactVersion")
+    mock.journal.assert_not_called("deleteSecretGroup", id="some-other-group")
+
+
+def test_assert_not_called_fails_when_called(mock, three_deletes):
+    with pytest.raises(AssertionError) as failure:
+        mock.journal.assert_not_called("deleteSecretGroup", id=three_deletes["unknown"])
+    message = str(failure.value)
+    assert "0 time(s)" in message and "found 1" in message
+    assert f"/secret-groups/{three_deletes['unknown']}" in message
+
+
+# -- a fresh journal for every test ------------------------------------------------------------
+
+
+def test_journal_is_empty_at_the_start_of_a_test(api, mock):
+    assert len(mock.journal) == 0
+    api.get(TOKENS)
+    api.get("/no-such-path")
+    assert len(mock.journal) == 2
+
+
+def test_journal_is_empty_at_the_start_of_the_next_test_too(api, mock):
+    assert len(mock.journal) == 0
+    api.get(TOKENS)
+    assert len(mock.journal) == 1
+
+
+# -- the admin API -----------------------------------------------------------------------------
+
+
+def test_admin_journal_returns_the_same_entries(admin, mock, three_deletes):
+    response = admin.get("/journal")
+
+    assert response.status_code == 200, response.text
+    data = response.json()["data"]
+    assert data == [e.to_dict() for e in mock.journal]
+    assert [e["seq"] for e in data] == [e.seq for e in mock.journal]
+    assert {"operationId", "pathParams", "durationMs", "violation"} <= set(data[0])
+    assert "operation_id" not in data[0] and "path_params" not in data[0]
+
+
+def test_admin_journal_filters_by_operation_id(admin, three_deletes):
+    data = admin.get("/journal", params={"operationId": "deleteSecretGroup"}).json()["data"]
+    assert [e["pathParams"]["id"] for e in data] == [
+        three_deletes["llm-keys"],
+        three_deletes["unknown"],
+        three_deletes["legacy-vault"],
+    ]
+
+
+def test_admin_journal_filters_by_status(admin, three_deletes):
+    data = admin.get("/journal", params={"status": 200}).json()["data"]
+    assert [e["operationId"] for e in data] == ["deleteSecretGroup", "listJobRuns"]
+
+
+def test_admin_journal_filters_by_operation_id_and_status(admin, three_deletes):
+    data = admin.get("/journal", params={"operationId": "deleteSecretGroup", "status": 424}).json()[
+        "data"
+    ]
+    assert [(e["pathParams"]["id"], e["code"]) for e in data] == [
+        (three_deletes["legacy-vault"], 42401)
+    ]
+
+
+def test_admin_delete_journal_clears_it(admin, mock, three_deletes):
+    response = admin.delete("/journal")
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {}
+    assert len(mock.journal) == 0
+    assert admin.get("/journal").json() == {"data": []}
+
+
+# -- concurrency -------------------------------------------------------------------------------
+
+
+def test_concurrent_requests_are_each_recorded_once(server, mock, store, token):
+    url = server.url + CONTROL_PLANE + _runs(_job_id(store))
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def worker(thread: int) -> list[int]:
+        with httpx.Client(headers=headers) as client:
+            return [
+                client.get(url, params={"searchPrefix": f"p{thread}-{i}"}).status_code
+                for i in range(10)
+            ]
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        statuses = [s for result in pool.map(worker, range(20)) for s in result]
+
+    assert statuses == [200] * 200
+    entries = list(mock.journal)
+    assert len(entries) == 200
+    assert len({e.seq for e in entries}) == 200
+    prefixes = sorted(e.query["searchPrefix"][0] for e in entries)
+    assert prefixes == sorted(f"p{t}-{i}" for t in range(20) for i in range(10))
