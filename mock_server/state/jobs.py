@@ -5,6 +5,8 @@ Times are epoch milliseconds; `duration` is `endTime - createdAt` once a run has
 
 from __future__ import annotations
 
+import bisect
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -147,27 +149,92 @@ class Jobs(Area):
             )
         workspace = self.world.resources[("workspace", application.workspace_id)]
         self.store.identity.require(caller, "read", workspace)
-        runs = self.world.job_runs[application.id]
+        index = self._index(application.id)
+        filters = []
         if search_prefix:
-            runs = [
-                r
-                for r in runs
-                if r.name.startswith(search_prefix) or r.id.startswith(search_prefix)
-            ]
+            filters.append(index.with_prefix(search_prefix))
         if triggered_by:
-            slugs = set(triggered_by)
-            runs = [r for r in runs if r.triggered_by.slug in slugs]
+            filters.append(_union(index.by_slug, triggered_by))
         if status:
-            statuses = set(status)
-            runs = [r for r in runs if r.status in statuses]
+            filters.append(_union(index.by_status, status))
         if version_numbers:
-            versions = set(version_numbers)
-            runs = [r for r in runs if r.deployment_version in versions]
-        page = ordered(runs, sort_by, order)[offset : offset + limit]
+            versions = [int(v) for v in version_numbers if float(v).is_integer()]
+            filters.append(_union(index.by_version, versions))
+        runs = index.order(sort_by, order)
+        if not filters:
+            total, page = len(runs), runs[offset : offset + limit]
+        else:
+            selected = set.intersection(*filters)
+            total, page = len(selected), _page(runs, selected, offset, limit)
         return {
             "data": [run.to_api() for run in page],
-            "pagination": {"total": len(runs), "offset": offset, "limit": limit},
+            "pagination": {"total": total, "offset": offset, "limit": limit},
         }
+
+    def _index(self, application_id: str) -> RunIndex:
+        """The job's run index, rebuilt when runs were added since it was made."""
+        runs = self.world.job_runs[application_id]
+        cached = self.world.run_indexes.get(application_id)
+        if cached is None or cached.size != len(runs):
+            cached = self.world.run_indexes[application_id] = RunIndex(runs)
+        return cached
+
+
+class RunIndex:
+    """Lookups over one job's runs, so that a page of 100,000 runs does not sort them all:
+    run ids by filter value, names and ids in sorted order for prefixes, and each sort
+    order, made on first use."""
+
+    def __init__(self, runs: list[JobRun]):
+        self.runs = list(runs)
+        self.size = len(runs)
+        self.by_status: dict[Any, set[str]] = defaultdict(set)
+        self.by_slug: dict[Any, set[str]] = defaultdict(set)
+        self.by_version: dict[Any, set[str]] = defaultdict(set)
+        for run in runs:
+            self.by_status[run.status].add(run.id)
+            self.by_slug[run.triggered_by.slug].add(run.id)
+            self.by_version[run.deployment_version].add(run.id)
+        self.names = sorted((run.name, run.id) for run in runs)
+        self.ids = sorted(run.id for run in runs)
+        self._orders: dict[tuple[str, str], list[JobRun]] = {}
+
+    def order(self, sort_by: str, order: str) -> list[JobRun]:
+        key = (sort_by, order)
+        if key not in self._orders:
+            self._orders[key] = ordered(self.runs, sort_by, order)
+        return self._orders[key]
+
+    def with_prefix(self, prefix: str) -> set[str]:
+        """Ids of the runs whose name or id starts with `prefix` (found by bisection)."""
+        found: set[str] = set()
+        i = bisect.bisect_left(self.names, (prefix,))
+        while i < len(self.names) and self.names[i][0].startswith(prefix):
+            found.add(self.names[i][1])
+            i += 1
+        j = bisect.bisect_left(self.ids, prefix)
+        while j < len(self.ids) and self.ids[j].startswith(prefix):
+            found.add(self.ids[j])
+            j += 1
+        return found
+
+
+def _union(index: dict[Any, set[str]], values: list) -> set[str]:
+    return set().union(*(index.get(value, set()) for value in values))
+
+
+def _page(runs: list[JobRun], selected: set[str], offset: int, limit: int) -> list[JobRun]:
+    """The `limit` selected runs after the first `offset` ones, in the order of `runs`."""
+    page: list[JobRun] = []
+    for run in runs:
+        if run.id in selected:
+            if offset:
+                offset -= 1
+                continue
+            page.append(run)
+            if len(page) == limit:
+                break
+    return page
 
 
 def _command(manifest: dict[str, Any], application_name: str) -> str:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mock_server.state.deployments import Deployments
     from mock_server.state.gateway import Gateway
     from mock_server.state.identity import Identity
-    from mock_server.state.jobs import Jobs
+    from mock_server.state.jobs import Jobs, RunIndex
     from mock_server.state.secrets import Secrets
     from mock_server.state.tokens import Tokens
 
@@ -57,6 +57,7 @@ class World:
     job_runs: dict[str, list[JobRun]] = field(default_factory=dict)  # by application id
     tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
     model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
 
 
 P = ParamSpec("P")
