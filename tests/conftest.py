@@ -53,6 +53,25 @@ def api(server: BackgroundServer, token: str) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
+def gateway(server: BackgroundServer, token: str) -> Iterator[httpx.Client]:
+    """httpx client of the gateway, authenticated as the default user."""
+    with httpx.Client(
+        base_url=server.gateway_url, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def admin(server: BackgroundServer, mock: PlatformMock) -> Iterator[httpx.Client]:
+    """httpx client of the admin API, with the admin token."""
+    with httpx.Client(
+        base_url=server.url + "/__admin",
+        headers={"Authorization": f"Bearer {mock.auth.admin_token()}"},
+    ) as client:
+        yield client
+
+
+@pytest.fixture
 def anonymous(server: BackgroundServer, mock: PlatformMock) -> Iterator[httpx.Client]:
     """httpx client of the whole server with no credentials."""
     with httpx.Client(base_url=server.url) as client:

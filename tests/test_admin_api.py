@@ -7,7 +7,6 @@ token opens nothing on the platform API. Requests to it are not journaled.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -18,16 +17,6 @@ from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error, token_of
 
 DANA = "dana@acme.example"
-
-
-@pytest.fixture
-def admin(server, mock) -> Iterator[httpx.Client]:
-    """httpx client of the admin API with the admin token."""
-    with httpx.Client(
-        base_url=server.url + "/__admin",
-        headers={"Authorization": f"Bearer {mock.auth.admin_token()}"},
-    ) as client:
-        yield client
 
 
 def _state(admin: httpx.Client) -> dict:

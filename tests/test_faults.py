@@ -8,7 +8,7 @@ validation, and a faulted request changes nothing. Rules are cleared before each
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -18,24 +18,6 @@ from tests.conftest import CONTROL_PLANE, assert_error
 
 FAULT_HEADER = "x-platform-mock-fault"
 DEMO_RESPONSE = "resp_0000000000000000000000000000demo"
-
-
-@pytest.fixture
-def admin(server, mock) -> Iterator[httpx.Client]:
-    """httpx client of the admin API with the admin token."""
-    with httpx.Client(
-        base_url=server.url + "/__admin",
-        headers={"Authorization": f"Bearer {mock.auth.admin_token()}"},
-    ) as client:
-        yield client
-
-
-@pytest.fixture
-def gateway(server, token) -> Iterator[httpx.Client]:
-    with httpx.Client(
-        base_url=server.gateway_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        yield client
 
 
 def _group_id(store, name: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import openai
 import pytest
 from openai.types.responses import Response
@@ -48,15 +47,6 @@ SOURCE_REQUIRED = {
     "metadata",
     "provider",
 }
-
-
-@pytest.fixture
-def gateway(server, token) -> Iterator[httpx.Client]:
-    """httpx client of the gateway, authenticated as the default user."""
-    with httpx.Client(
-        base_url=server.gateway_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        yield client
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ requests that broke the contract. The admin API itself is not journaled.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -18,16 +17,6 @@ from tests.conftest import CONTROL_PLANE, assert_error
 
 TOKENS = "/personal-access-tokens/ci"
 DEPLOYMENTS = "/secrets/deployments"
-
-
-@pytest.fixture
-def admin(server, mock) -> Iterator[httpx.Client]:
-    """httpx client of the admin API with the admin token."""
-    with httpx.Client(
-        base_url=server.url + "/__admin",
-        headers={"Authorization": f"Bearer {mock.auth.admin_token()}"},
-    ) as client:
-        yield client
 
 
 def _group_id(store, name: str) -> str:
