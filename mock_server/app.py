@@ -40,7 +40,13 @@ from mock_server.faults import Faults
 from mock_server.handlers import OPERATIONS
 from mock_server.handlers.context import EXTENSION
 from mock_server.journal import Journal
-from mock_server.middleware import FaultInjection, RouteNotes, journaled, notes
+from mock_server.middleware import (
+    ControlCharacterGuard,
+    FaultInjection,
+    RouteNotes,
+    journaled,
+    notes,
+)
 from mock_server.report import ContractReport
 from mock_server.resources import package_file
 from mock_server.state import Store
@@ -132,6 +138,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     app.add_api(CONTROL_PLANE_SPEC, base_path="")
     app.add_api(GATEWAY_SPEC, base_path=mock.gateway_prefix)
     app.add_api(ADMIN_SPEC, base_path=ADMIN_PREFIX)
+    app.add_middleware(ControlCharacterGuard, position=MiddlewarePosition.BEFORE_ROUTING)
     app.add_middleware(RouteNotes, position=MiddlewarePosition.BEFORE_SECURITY)
     # After security and request validation: a faulty request is still a valid one.
     app.add_middleware(

@@ -390,8 +390,11 @@ QUERY_ROWS = [
     _query("runs", "order-twice", f"{RUNS}?order=asc&order=desc", where="order"),
     _query("runs", "unknown-parameter", f"{RUNS}?page=2", where="page"),
     _query("runs", "unknown-parameter-invalid-percent-encoding", f"{RUNS}?%zz=1", where="%zz"),
-    # A jobId is a free string: NUL or 10 kB make it a well-formed id of no job.
-    _query("runs", "job-id-with-nul", "/jobs/@trainer@%00/runs", 404, 40406),
+    # A path parameter admits no control character (the contract's pattern): refused as a
+    # whole before routing. 10 kB make a well-formed id of no job.
+    _query("runs", "job-id-with-nul", "/jobs/@trainer@%00/runs", where="", location="path"),
+    _query("runs", "job-id-with-line-feed", "/jobs/@trainer@%0A/runs", where="", location="path"),
+    _query("token", "name-with-nul", "/personal-access-tokens/ci%00", where="", location="path"),
     _query("runs", "job-id-10kb", f"/jobs/{KB10}/runs", 404, 40406),
     # The router matches the decoded path, so a `/` in a path parameter is a separator even
     # when sent as %2F (documented in the README): such a path matches no route (40401) and
@@ -592,9 +595,9 @@ def _token_name_of(response: httpx.Response) -> str:
 @pytest.mark.parametrize(
     ("encoded", "name"),
     [
-        # The name is any string of 1 to 255 characters: NUL included.
-        pytest.param("ci%00", "ci\x00", id="nul"),
+        # The name is any string of 1 to 255 characters without control characters.
         pytest.param("ci%3A%20prod", "ci: prod", id="encoded-colon-and-space"),
+        pytest.param("%C3%A9t%C3%A9", "\u00e9t\u00e9", id="non-ascii"),
     ],
 )
 def test_input_the_contract_accepts_token_name_with_special_characters(
@@ -662,10 +665,9 @@ def test_input_the_contract_accepts_invalid_percent_encoding_is_taken_literally(
     assert [r["id"] for r in response.json()["data"]] == [run.id]
 
 
-def test_input_the_contract_accepts_huge_but_valid_integer_is_kept_exactly(api, mock, store):
-    """`step` is an integer of at least 0 with no maximum: 10**30 is valid, and is kept
-    exactly (not rounded through a float)."""
-    step = 10**30
+def test_input_the_contract_accepts_largest_valid_integer_is_kept_exactly(api, mock, store):
+    """`step` is an integer from 0 to 2^53 - 1: the bound is valid, and is kept exactly."""
+    step = 2**53 - 1
     manifest = {
         "type": "model-version",
         "name": "sentiment",
@@ -678,3 +680,43 @@ def test_input_the_contract_accepts_huge_but_valid_integer_is_kept_exactly(api, 
     staged = store.artifacts.version(response.json()["id"])
     assert staged.manifest["step"] == step
     assert len(journal_of_one_request(mock)) == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        pytest.param("step", 2**53, id="step-2-to-the-53"),
+        pytest.param("version", 10**30, id="version-10-to-the-30"),
+    ],
+)
+def test_integer_past_the_json_safe_bound_is_400_and_changes_nothing(api, store, field, value):
+    manifest = {
+        "type": "model-version",
+        "name": "sentiment",
+        "ml_repo": "demo-repo",
+        "source": {"type": "platform"},
+        field: value,
+    }
+    before = dump(store)
+    response = api.post("/artifact-versions/stage", json={"manifest": manifest})
+    body = assert_error(response, 400, 40001)
+    assert [d["field"] for d in body["details"]] == [f"manifest.{field}"]
+    assert dump(store) == before
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/jobs/@trainer@/runs", id="job-runs"),
+        pytest.param("/secrets/deployments", id="secret-deployments"),
+    ],
+)
+def test_offset_past_the_json_safe_bound_is_400(api, store, path):
+    url = path.replace("@trainer@", store.deployments.application_named("trainer").id)
+    offset = {"offset": 2**53}
+    if "secrets" in path:
+        response = api.post(url, params=offset, json={"secretIds": []})
+    else:
+        response = api.get(url, params=offset)
+    body = assert_error(response, 400, 40001)
+    assert [(d["location"], d["field"]) for d in body["details"]] == [("query", "offset")]

@@ -1,0 +1,494 @@
+"""Generated-request fuzzing: schemathesis drives the live mock against its own contract.
+
+Both documents (`spec/control-plane.yaml` at `server.url`, `spec/gateway.yaml` at
+`server.gateway_url`) are loaded from disk and every operation is fuzzed over real HTTP with
+the default user's bearer token, in schemathesis' examples, coverage and fuzzing phases, with
+positive and negative data, on a fresh world for every example. Every response goes through
+all of schemathesis' checks, among them `not_a_server_error`, `status_code_conformance`,
+`content_type_conformance`, `response_schema_conformance`, `positive_data_acceptance` (the
+accepted statuses are configured, see ACCEPTED), `negative_data_rejection` and `ignored_auth`
+(which resends each 2xx request without and with a bad token); a failure fails the test with
+schemathesis' own report and a curl command that reproduces it on a fresh mock. One item per
+operation: select one with `-k`, e.g. `-k "jobs"`.
+
+The generator also draws, with some probability (schemathesis dictionaries), ids and names
+that exist in the world, so that positive cases reach the 2xx answers and not only 404s, and
+values that often break servers (line breaks, 64-bit overflows).
+
+The contract has no OpenAPI links and schemathesis 4 infers none from it (its dependency
+analysis finds no producer/consumer pair, and the mock sends no `Location` headers), so its
+state machine would have no rules. The stateful tests load a copy of the contract with links
+added here, one workflow per machine, and check on every step the rules of the contract that
+only a sequence of calls shows (`ContractModel`).
+
+The seed is fixed (SEED; the link choices inside schemathesis' state machine use true
+randomness of their own) and examples per operation are bounded. `bench/fuzz.py` runs the
+same checks with more examples.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import hypothesis
+import jsonschema
+import pytest
+import schemathesis
+import yaml
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+
+from mock_server import PlatformMock, fixtures
+from mock_server.auth import Authenticator
+from mock_server.server import BackgroundServer
+from mock_server.state import Store
+
+if TYPE_CHECKING:
+    from schemathesis.specs.openapi.schemas import OpenApiSchema
+
+SPEC = Path(__file__).resolve().parents[1] / "spec"
+SEED = 20260101  # schemathesis seed: each operation's Hypothesis seed is derived from it
+WORLD_SEED = 0  # the mock's world in these tests, the one the ids below come from
+EXAMPLES = 50  # fuzzing-phase examples per operation (coverage and examples phases add theirs)
+SCENARIOS = 25  # state-machine scenarios per workflow
+STEPS = 6  # at most this many calls per scenario
+
+# Outcomes of a schema-valid request that the contract documents and that do not mean "your
+# request is invalid": ids in paths are random, so most are 404; 403, 409, 422 and 424 are
+# business rules. 401 is left out: every request carries a valid token. 5xx is left to
+# `not_a_server_error`, so that a server error is reported once.
+ACCEPTED = ["2xx", "403", "404", "409", "422", "424", "5xx"]
+
+# Rules OpenAPI 3.0 cannot express: a schema-valid request that breaks them is a 400 with its
+# own code, never 40001 ("breaks the contract"). For these operations 400 is accepted as a
+# positive outcome, and `business_rule_400_only` pins the code.
+BUSINESS_RULE_400 = {
+    "generateRoleBindingManifests": {40002},  # exactly one of the two modes
+    "getOrCreatePersonalAccessToken": {40003},  # teamName names a team of the caller
+    "getModelResponse": {40004},  # x-platform-metadata is a JSON object
+}
+
+
+def _world_dictionaries(store: Store) -> dict[str, list[str]]:
+    """Ids and names of the default world that the generator may draw (positive data only)."""
+    identity, secrets = store.identity, store.secrets
+    groups = [secrets.group_named(name) for name in ("llm-keys", "legacy-vault")]
+    jobs = [store.deployments.application_named(name) for name in ("trainer", "chat-api")]
+    return {
+        "resource-types": ["workspace", "secret-group", "tenant"],  # of each resource id below
+        "resource-ids": [
+            identity.resource_named("workspace", "ml-team").id,
+            groups[0].resource.id,
+            identity.tenant.id,
+        ],
+        "subject-types": ["user", "user", "team"],  # the type of each subject id below
+        "subject-ids": [
+            identity.subject_named("user", "alice@acme.example").id,
+            identity.subject_named("user", "bob@acme.example").id,
+            identity.subject_named("team", "ml-platform").id,
+        ],
+        "secret-ids": [secret_id for group in groups for secret_id in group.secrets],
+        "secret-group-ids": [group.resource.id for group in groups],
+        "ml-repos": ["demo-repo"],
+        "artifact-version-ids": list(store.world.artifact_versions),
+        "teams": ["ml-platform"],
+        "job-ids": [job.id for job in jobs],  # a job (200) and a service (422)
+        "model-response-ids": list(store.world.model_responses),
+    }
+
+
+_STORE = Store(WORLD_SEED, fixtures.default_fixtures())
+WORLD = _world_dictionaries(_STORE)
+
+# Values that broke servers before, drawn for any string or integer the bindings above leave
+# free (a fuzzing dictionary): line breaks, percent signs and dots that a router may decode,
+# control and bidi characters; integers past the signed and unsigned 64-bit limits.
+HOSTILE = {
+    "hostile-strings": ["\n", "line\nbreak", "%", "%2F", "..", "\u0000", " ", "\u202eevil", "😀"],
+    "big-integers": [2**63, 2**64, 10**24],
+}
+# The default user's development token (alice, tenant admin) in that world: what
+# `mock.auth.dev_token()` returns on the served mock (the `world` fixture checks it).
+TOKEN = Authenticator(_STORE).dev_token()
+
+
+def _bind(operation_id: str, **parameters: str) -> dict[str, Any]:
+    """Operation-scoped bindings of parameters to dictionaries, each drawn half the time."""
+    return {
+        "include-operation-id": operation_id,
+        "parameters": {
+            name: {"dictionary": dictionary, "probability": 0.5}
+            for name, dictionary in parameters.items()
+        },
+    }
+
+
+def _positive_outcomes(operation_id: str) -> dict[str, Any]:
+    return {
+        "include-operation-id": operation_id,
+        "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400"]}},
+    }
+
+
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "seed": SEED,
+        # Schemathesis sets the header on every case, except the negative ones whose
+        # Authorization it corrupts on purpose (those must be 401).
+        "auth": {"openapi": {"bearerAuth": {"bearer": TOKEN}}},
+        "generation": {
+            "max-examples": EXAMPLES,
+            "mode": "all",  # positive and negative data
+            "database": "none",  # no replay of earlier runs: every run is the same run
+            "dictionaries": {
+                "string": {"dictionary": "hostile-strings", "probability": 0.2},
+                "integer": {"dictionary": "big-integers", "probability": 0.25},
+            },
+        },
+        "checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTED}},
+        "phases": {"stateful": {"max-steps": STEPS}},
+        "dictionaries": {name: {"values": values} for name, values in {**WORLD, **HOSTILE}.items()},
+        "operations": [
+            *(_positive_outcomes(operation_id) for operation_id in BUSINESS_RULE_400),
+            _bind(
+                "generateRoleBindingManifests",
+                **{
+                    "query.resourceType": "resource-types",
+                    "query.resourceId": "resource-ids",
+                    "query.subjectType": "subject-types",
+                    "query.subjectId": "subject-ids",
+                },
+            ),
+            # "A page past the end is an empty data with the true total": so pages far past it.
+            _bind(
+                "listSecretDeployments",
+                **{"body.secretIds[*]": "secret-ids", "query.offset": "big-integers"},
+            ),
+            _bind("stageArtifactVersion", **{"body.manifest.ml_repo": "ml-repos"}),
+            _bind(
+                "applyArtifactVersionTags", **{"body.artifact_version_id": "artifact-version-ids"}
+            ),
+            _bind("getOrCreatePersonalAccessToken", **{"query.teamName": "teams"}),
+            _bind("deleteSecretGroup", **{"path.id": "secret-group-ids"}),
+            _bind("listJobRuns", **{"path.jobId": "job-ids", "query.offset": "big-integers"}),
+            _bind("getModelResponse", **{"path.id": "model-response-ids"}),
+        ],
+    }
+)
+
+CONTROL_PLANE = schemathesis.openapi.from_path(SPEC / "control-plane.yaml", config=CONFIG)
+GATEWAY = schemathesis.openapi.from_path(SPEC / "gateway.yaml", config=CONFIG)
+
+ROLE_BINDING_MODES = {"resourceType", "resourceId", "subjectType", "subjectId"}
+ROLE_BINDING_QUERY = jsonschema.Draft4Validator(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            parameter["name"]: parameter["schema"]
+            for parameter in CONTROL_PLANE.raw_schema["paths"][
+                "/api/svc/v1/role-bindings/generate-manifest"
+            ]["get"]["parameters"]
+        },
+    }
+)
+
+
+@CONTROL_PLANE.hook
+def flatmap_query(context: schemathesis.HookContext, query: dict[str, Any] | None):
+    """Role bindings take exactly one of two modes, which OpenAPI 3.0 cannot say: random
+    optional parameters nearly always mix them (400, code 40002). A valid query is therefore
+    also tried with one whole mode, naming a resource or subject of the world, so that the
+    fuzzer reaches the manifests too. An invalid query is left as it is."""
+    operation = context.operation
+    if (
+        operation is None
+        or operation.definition.raw.get("operationId") != "generateRoleBindingManifests"
+        or not ROLE_BINDING_QUERY.is_valid(query or {})
+    ):
+        return st.just(query)
+    rest = {name: value for name, value in (query or {}).items() if name not in ROLE_BINDING_MODES}
+    resources = list(zip(WORLD["resource-types"], WORLD["resource-ids"], strict=True))
+    subjects = list(zip(WORLD["subject-types"], WORLD["subject-ids"], strict=True))
+    by_resource = st.sampled_from(resources).map(
+        lambda pair: {**rest, "resourceType": pair[0], "resourceId": pair[1]}
+    )
+    by_subject = st.sampled_from(subjects).map(
+        lambda pair: {**rest, "subjectType": pair[0], "subjectId": pair[1]}
+    )
+    return st.one_of(st.just(query), by_resource, by_subject)
+
+
+# Hypothesis warns that a function-scoped fixture (`mock`, through `world`) is set up once
+# per test, that is once per operation, and not once per example: these tests reset the
+# world themselves before every example (see `_call_and_validate`).
+RESET_BY_THE_TEST = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def business_rule_400_only(ctx: Any, response: schemathesis.Response, case: schemathesis.Case):
+    """A schema-valid request answered 400 broke a documented business rule, not the contract."""
+    meta = case.meta
+    if meta is None or meta.generation.mode is not GenerationMode.POSITIVE:
+        return None
+    if response.status_code != 400:
+        return None
+    operation_id = case.operation.definition.raw.get("operationId")
+    allowed = BUSINESS_RULE_400.get(operation_id)
+    if allowed is None:
+        return None  # 400 is not accepted at all there: positive_data_acceptance reports it
+    code = response.json().get("code")
+    assert code in allowed, (
+        f"A schema-valid request was answered 400 with code {code}; {operation_id} documents "
+        f"400 for valid data only with code {sorted(allowed)}"
+    )
+    return None
+
+
+def _call_and_validate(case: schemathesis.Case, base_url: str, mock: PlatformMock) -> None:
+    # A fresh world before every example: Hypothesis replays a failing example to shrink it
+    # and to report it, and the reported curl command must reproduce on a fresh mock. Without
+    # the reset, an example's outcome would depend on the ones before it (the first delete of
+    # a real secret group is 200, every later one 404; a staged version number exists after
+    # the first stage), so a failure could not be replayed. Sequences of calls are the state
+    # machine's job, below.
+    mock.reset(seed=WORLD_SEED)
+    case.call_and_validate(base_url=base_url, additional_checks=[business_rule_400_only])
+
+
+@pytest.fixture
+def world(mock: PlatformMock) -> PlatformMock:
+    """The mock with the world the generator's ids come from (reset with WORLD_SEED)."""
+    assert _world_dictionaries(mock.store) == WORLD, "the served world is not the fuzzed one"
+    assert mock.auth.dev_token() == TOKEN
+    return mock
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Schemathesis names each operation's item `test_...[METHOD /path]`, but pytest 9 builds
+    # node ids from the function's name and parameters only, so all operations of a document
+    # would share one node id (and one line in -v and in the summary). A parameter naming the
+    # document gives each item its own id: `test_...[GET /path][control-plane]`.
+    if "document" in metafunc.fixturenames:
+        metafunc.parametrize("document", [DOCUMENTS[metafunc.function.__name__]])
+
+
+DOCUMENTS = {
+    "test_control_plane_operation_keeps_its_contract": "control-plane",
+    "test_gateway_operation_keeps_its_contract": "gateway",
+}
+
+
+@pytest.mark.platform_mock(seed=WORLD_SEED)
+@CONTROL_PLANE.parametrize()
+@RESET_BY_THE_TEST
+def test_control_plane_operation_keeps_its_contract(
+    case: schemathesis.Case, document: str, server: BackgroundServer, world: PlatformMock
+):
+    _call_and_validate(case, server.url, world)
+
+
+@pytest.mark.platform_mock(seed=WORLD_SEED)
+@GATEWAY.parametrize()
+@RESET_BY_THE_TEST
+def test_gateway_operation_keeps_its_contract(
+    case: schemathesis.Case, document: str, server: BackgroundServer, world: PlatformMock
+):
+    _call_and_validate(case, server.gateway_url, world)
+
+
+# --- Stateful: workflows over links added to a copy of the contract ----------------------
+
+
+def _paths_by_operation_id(raw: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {
+        definition["operationId"]: (path, method)
+        for path, methods in raw["paths"].items()
+        for method, definition in methods.items()
+    }
+
+
+# (operation, status) -> links; each workflow is one machine over the operations it names.
+WORKFLOWS: dict[str, dict[tuple[str, str], dict[str, Any]]] = {
+    "stage-then-tag": {
+        ("stageArtifactVersion", "200"): {
+            "TagTheStagedVersion": {
+                "operationId": "applyArtifactVersionTags",
+                "requestBody": {"artifact_version_id": "$response.body#/id"},
+            },
+            "StageTheSameAgain": {
+                "operationId": "stageArtifactVersion",
+                "requestBody": "$request.body",
+            },
+        },
+    },
+    "token-then-again-then-role-bindings": {
+        ("getOrCreatePersonalAccessToken", "200"): {
+            "GetTheSameTokenAgain": {
+                "operationId": "getOrCreatePersonalAccessToken",
+                "parameters": {"path.name": "$request.path.name"},
+            },
+            "RoleBindingsOfItsOwner": {
+                "operationId": "generateRoleBindingManifests",
+                "parameters": {
+                    "query.subjectType": "user",
+                    "query.subjectId": "$response.body#/data/createdBySubject/subjectId",
+                },
+            },
+        },
+    },
+    "delete-then-delete-again": {
+        ("deleteSecretGroup", "200"): {
+            "DeleteTheGroupAgain": {
+                "operationId": "deleteSecretGroup",
+                "parameters": {"path.id": "$request.path.id"},
+            },
+        },
+        ("deleteSecretGroup", "424"): {
+            "ForceTheDelete": {
+                "operationId": "deleteSecretGroup",
+                "parameters": {"path.id": "$request.path.id", "query.forceDelete": True},
+            },
+        },
+    },
+}
+
+
+def _linked_contract(links: dict[tuple[str, str], dict[str, Any]]) -> OpenApiSchema:
+    """The control plane with these links, restricted to the operations they join."""
+    raw = yaml.safe_load((SPEC / "control-plane.yaml").read_text())
+    paths = _paths_by_operation_id(raw)
+    for (operation_id, status), named in links.items():
+        path, method = paths[operation_id]
+        responses = raw["paths"][path][method]["responses"]
+        response = responses[status]
+        if "$ref" in response:  # links cannot sit beside a $ref in OpenAPI 3.0
+            response = copy.deepcopy(
+                raw["components"]["responses"][response["$ref"].split("/")[-1]]
+            )
+            responses[status] = response
+        response["links"] = named
+    targets = {link["operationId"] for named in links.values() for link in named.values()}
+    sources = {operation_id for operation_id, _ in links}
+    schema = schemathesis.openapi.from_dict(raw, config=CONFIG)
+    return schema.include(operation_id=sorted(sources | targets))
+
+
+class ContractModel:
+    """What the contract says a sequence of calls must show, checked on every step."""
+
+    def __init__(self) -> None:
+        self.staged: set[tuple[str, str, str, int]] = set()  # repo, variant, name, version
+        self.staged_ids: set[str] = set()
+        self.tokens: dict[str, str] = {}  # name -> value first issued
+        self.deleted: set[str] = set()  # secret group ids
+
+    def sequence_rules(self, ctx: Any, response: schemathesis.Response, case: schemathesis.Case):
+        if case.meta is None or case.meta.generation.mode is not GenerationMode.POSITIVE:
+            return None  # an invalid request is rejected whatever came before it
+        operation_id = case.operation.definition.raw.get("operationId")
+        status = response.status_code
+        rule: Callable[[schemathesis.Case, int, schemathesis.Response], None] | None = getattr(
+            self, f"_{operation_id}", None
+        )
+        if rule is not None and status < 500:
+            rule(case, status, response)
+        return None
+
+    def _stageArtifactVersion(self, case, status, response) -> None:
+        manifest = case.body.get("manifest") if isinstance(case.body, dict) else None
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("version"), int):
+            if status == 200:
+                self.staged_ids.add(response.json()["id"])
+            return
+        key = (manifest["ml_repo"], manifest["type"], manifest["name"], manifest["version"])
+        if key in self.staged:
+            assert status == 409, f"version {key} was staged already: expected 409, got {status}"
+        elif status == 200:
+            self.staged.add(key)
+            self.staged_ids.add(response.json()["id"])
+
+    def _applyArtifactVersionTags(self, case, status, response) -> None:
+        version_id = case.body.get("artifact_version_id") if isinstance(case.body, dict) else None
+        if version_id in self.staged_ids:
+            assert status in (200, 409), (
+                f"version {version_id} was just staged: tagging it must be 200 or 409, got {status}"
+            )
+
+    def _getOrCreatePersonalAccessToken(self, case, status, response) -> None:
+        if status != 200:
+            return
+        name, body = case.path_parameters["name"], response.json()
+        if name in self.tokens:
+            assert body["created"] is False, f"token {name!r} exists: expected created false"
+            assert body["token"] == self.tokens[name], f"token {name!r}: not the value first issued"
+        else:
+            assert body["created"] is True, f"token {name!r} is new: expected created true"
+            self.tokens[name] = body["token"]
+
+    def _deleteSecretGroup(self, case, status, response) -> None:
+        group_id = case.path_parameters["id"]
+        if group_id in self.deleted:
+            assert status == 404, f"group {group_id} was deleted: a second delete must be 404"
+        elif status == 200:
+            self.deleted.add(group_id)
+
+
+def _link_name(transition_id: str) -> str:
+    """`TagTheStagedVersion` from `POST /a/stage -> [200] TagTheStagedVersion -> PUT /a/tags`."""
+    return transition_id.split("] ", 1)[1].split(" -> ", 1)[0]
+
+
+def _state_machine(
+    schema: OpenApiSchema, server: BackgroundServer, mock: PlatformMock, steps: Counter[str]
+) -> type:
+    """Schemathesis' state machine over the schema's links, against the live mock, each
+    scenario on a fresh world and each step also checked against `ContractModel`; `steps`
+    counts the links followed with the data they carry."""
+    base = schema.as_state_machine()
+
+    class Workflow(base):  # type: ignore[misc, valid-type]
+        def setup(self) -> None:
+            mock.reset(seed=WORLD_SEED)  # each scenario starts from the initial world
+            self.model = ContractModel()
+
+        def get_call_kwargs(self, case):
+            return {"base_url": server.url}
+
+        def step(self, input):
+            if input.transition is not None and input.is_applied:
+                steps[_link_name(input.transition.id)] += 1
+            return super().step(input)
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            checks = [*(additional_checks or []), self.model.sequence_rules]
+            super().validate_response(response, case, additional_checks=checks, **kwargs)
+
+    return Workflow
+
+
+@pytest.mark.platform_mock(seed=WORLD_SEED)
+@pytest.mark.parametrize("workflow", list(WORKFLOWS))
+def test_linked_workflow_keeps_its_contract(
+    workflow: str, server: BackgroundServer, world: PlatformMock
+):
+    schema = _linked_contract(WORKFLOWS[workflow])
+    steps: Counter[str] = Counter()
+    machine = _state_machine(schema, server, world, steps)
+    hypothesis.seed(SEED)(machine).run(
+        settings=hypothesis.settings(
+            max_examples=SCENARIOS,
+            stateful_step_count=STEPS,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
+    # The scenarios did follow every link with the data it carries: a run that never got past
+    # its first calls would check nothing about sequences.
+    links = {name for named in WORKFLOWS[workflow].values() for name in named}
+    assert set(steps) == links, steps
