@@ -288,7 +288,8 @@ def chart(results: dict, path: Path) -> bool:
     ax.set_xticks(
         [x + width * (len(servers) - 1) / 2 for x in range(len(names))], names, fontsize=8
     )
-    ax.set_ylabel("requests/s (wrk -t2 -c16)")
+    ax.set_yscale("log")
+    ax.set_ylabel("requests/s (wrk -t2 -c16, log scale)")
     ax.set_title(f"platform-mock benchmark, {results['date']}, {results['machine']}")
     ax.legend()
     fig.tight_layout()

@@ -9,6 +9,7 @@ injected fault. Admin API requests are not recorded. The vocabulary follows resp
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 # method, no usable bearer token, unsupported body.
 VIOLATION_CODES = frozenset({40001, 40101, 40102, 40401, 40501, 41301, 41501})
 BODY_LIMIT = 64 * 1024  # bytes of a request body kept in the journal
+MAX_ENTRIES = 100_000  # the oldest entries go first, so a long load test keeps its memory
 
 
 @dataclass
@@ -81,9 +83,9 @@ class Entry:
 class Journal:
     """The ordered, thread-safe record of one mock's requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._lock = threading.Lock()
-        self._entries: list[Entry] = []
+        self._entries: deque[Entry] = deque(maxlen=max_entries)
         self._seq = 0
         self.label: str | None = None  # e.g. the current test, stamped on requests it starts
         self.observers: list[Callable[[Entry], None]] = []

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from mock_server.journal import Entry, Journal
 from tests.conftest import CONTROL_PLANE, assert_error
 
 TOKENS = "/personal-access-tokens/ci"
@@ -499,3 +500,22 @@ def test_concurrent_requests_are_each_recorded_once(server, mock, store, token):
     assert len({e.seq for e in entries}) == 200
     prefixes = sorted(e.query["searchPrefix"][0] for e in entries)
     assert prefixes == sorted(f"p{t}-{i}" for t in range(20) for i in range(10))
+
+
+def test_journal_keeps_the_newest_entries_up_to_its_cap():
+    journal = Journal(max_entries=3)
+    for _ in range(5):
+        journal.record(
+            Entry(
+                seq=journal.next_seq(),
+                method="GET",
+                path="/",
+                query={},
+                path_params={},
+                headers={},
+                body=None,
+                operation_id=None,
+                status=200,
+            )
+        )
+    assert [entry.seq for entry in journal] == [3, 4, 5]
