@@ -4,8 +4,8 @@ inner pytest sessions with `pytester`.
 Each inner session starts its own mock server in a subprocess (about 1-2 s), so independent
 behaviours share one inner session: an inner session runs once per module (the first outer
 test that needs it runs it, the others reuse its result), and each outer test checks the
-outcome of the inner tests that show its one behaviour. pytest-xdist is not installed in this
-project, so the plugin's per-worker servers and report files are not tested here.
+outcome of the inner tests that show its one behaviour. One more inner session runs under
+pytest-xdist, to show one server (and one report file) per worker.
 """
 
 from __future__ import annotations
@@ -460,3 +460,49 @@ def test_seed_ini_option_sets_the_worlds_ids(ini_world):
 
 def test_fixtures_ini_option_loads_the_file_in_every_test(ini_world):
     passed(ini_world, "test_fixtures_first", "test_fixtures_second")
+
+
+XDIST_TESTS = """
+import json
+import os
+
+import pytest
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_worker_has_its_own_clean_mock(platform_mock, n):
+    with platform_mock.client() as api:
+        api.get("/personal-access-tokens/ci", params={"bogus": n})  # one violation each
+    assert platform_mock.journal.call_count == 1
+    record = {"worker": os.environ["PYTEST_XDIST_WORKER"], "port": platform_mock.server.port}
+    with open(f"seen-{n}.json", "w") as handle:  # in the inner session's folder
+        json.dump(record, handle)
+"""
+
+
+@pytest.fixture
+def under_xdist(pytester: pytest.Pytester):
+    pytester.makepyfile(test_workers=XDIST_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--platform-mock-report", "report.json",
+        timeout=INNER_TIMEOUT,
+    )  # fmt: skip
+    seen = [json.loads(p.read_text()) for p in pytester.path.glob("seen-*.json")]
+    return result, seen
+
+
+def test_under_xdist_each_worker_has_its_own_server(under_xdist):
+    result, seen = under_xdist
+    result.assert_outcomes(passed=8)
+    ports = {record["worker"]: record["port"] for record in seen}
+    assert len(seen) == 8 and len(ports) == 2 and len(set(ports.values())) == 2
+
+
+def test_under_xdist_each_worker_writes_its_own_report(under_xdist, pytester: pytest.Pytester):
+    under_xdist[0].assert_outcomes(passed=8)
+    reports = sorted(p.name for p in pytester.path.glob("report.gw*.json"))
+    assert reports == ["report.gw0.json", "report.gw1.json"]
+    total = sum(
+        json.loads((pytester.path / name).read_text())["summary"]["violations"] for name in reports
+    )
+    assert total == 8
