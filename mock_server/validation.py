@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import typing as t
+from collections import Counter
 from urllib.parse import parse_qsl
 
 import jsonschema_rs
@@ -259,11 +260,11 @@ _NO_BODY = object()
 
 def _unique_keys(pairs: list[tuple[str, t.Any]]) -> dict[str, t.Any]:
     # JSON leaves repeated keys undefined; Python would keep the last one silently.
-    keys = [key for key, _ in pairs]
-    repeated = sorted({key for key in keys if keys.count(key) > 1})
-    if repeated:
-        raise ValueError(f"key {repeated[0]!r} appears more than once in an object")
-    return dict(pairs)
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        repeated = min(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise ValueError(f"key {repeated!r} appears more than once in an object")
+    return found
 
 
 def _not_json(constant: str) -> t.NoReturn:
@@ -341,11 +342,10 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise _body_problem(f"is not valid JSON: {reason}") from None
 
-    def _validate(self, body: t.Any) -> dict | None:
+    def _validate(self, body: t.Any) -> None:
         details = violations(compiled(self._schema), body, "body")
         if details:
             raise invalid_request(details)
-        return None
 
 
 class _CollectingOperation(RequestValidationOperation):

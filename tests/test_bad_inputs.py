@@ -720,3 +720,14 @@ def test_offset_past_the_json_safe_bound_is_400(api, store, path):
         response = api.get(url, params=offset)
     body = assert_error(response, 400, 40001)
     assert [(d["location"], d["field"]) for d in body["details"]] == [("query", "offset")]
+
+
+def test_object_with_many_keys_and_one_repeat_names_the_repeated_key(api):
+    """60,000 distinct keys (under 1 MiB) and one repeat, far from the first occurrence."""
+    keys = ", ".join(f'"k{i}": 0' for i in range(60_000))
+    body = f'{{"secretIds": [], {keys}, "k7": 1}}'.encode()
+    response = api.post(
+        "/secrets/deployments", content=body, headers={"Content-Type": "application/json"}
+    )
+    error = assert_error(response, 400, 40001)
+    assert "'k7' appears more than once" in error["details"][0]["message"]
