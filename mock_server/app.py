@@ -17,7 +17,6 @@ from typing import Any
 import connexion
 import orjson
 from connexion.exceptions import (
-    BadRequestProblem,
     NonConformingResponse,
     OAuthProblem,
     ProblemException,
@@ -48,16 +47,13 @@ from mock_server.middleware import (
     notes,
 )
 from mock_server.report import ContractReport
-from mock_server.resources import package_file
 from mock_server.state import Store
 from mock_server.validation import VALIDATOR_MAP, RequestValidationMiddleware, invalid_request
 
 logger = logging.getLogger(__name__)
 
-CONTROL_PLANE_SPEC = "control-plane.yaml"
-GATEWAY_SPEC = "gateway.yaml"
-ADMIN_SPEC = "admin.yaml"
 ADMIN_PREFIX = "/__admin"
+CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
 
 
 @dataclass
@@ -82,7 +78,7 @@ class PlatformMock:
         self.store = Store(self.config.seed, documents, self.config.signing_key)
         self.auth = Authenticator(self.store)
         self.journal = Journal()
-        self.faults = Faults(contract.documented_statuses())
+        self.faults = Faults(contract.operations())
         self.report = ContractReport(contract.operations())
         self.journal.observers.append(self.report.add)
         self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
@@ -122,7 +118,6 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
             RequestValidationMiddleware if m is ConnexionRequestValidationMiddleware else m
             for m in ConnexionMiddleware.default_middlewares
         ],
-        specification_dir=package_file("spec"),
         strict_validation=True,
         validate_responses=True,
         validator_map=VALIDATOR_MAP,
@@ -132,12 +127,9 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         jsonifier=Jsonifier(_CompactJSON),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/docs"),
     )
-    # Werkzeug would answer `//` in a path with a redirect to the merged path: the platform
-    # knows no such path, so it is a 404 like any other unknown path.
-    app.app.url_map.merge_slashes = False
-    app.add_api(CONTROL_PLANE_SPEC, base_path="")
-    app.add_api(GATEWAY_SPEC, base_path=mock.gateway_prefix)
-    app.add_api(ADMIN_SPEC, base_path=ADMIN_PREFIX)
+    app.add_api(contract.spec(contract.CONTROL_PLANE_SPEC), base_path="")
+    app.add_api(contract.spec(contract.GATEWAY_SPEC), base_path=mock.gateway_prefix)
+    app.add_api(contract.spec(contract.ADMIN_SPEC), base_path=ADMIN_PREFIX)
     app.add_middleware(ControlCharacterGuard, position=MiddlewarePosition.BEFORE_ROUTING)
     app.add_middleware(RouteNotes, position=MiddlewarePosition.BEFORE_SECURITY)
     # After security and request validation: a faulty request is still a valid one.
@@ -163,15 +155,13 @@ def as_platform_error(
         return errors.UnsupportedMediaType(detail)
     if isinstance(exc, OAuthProblem):
         return errors.MissingToken()
-    if isinstance(exc, BadRequestProblem):
-        return invalid_request([{"location": "request", "field": "", "message": detail}])
     if isinstance(exc, NonConformingResponse):
         return errors.MockFailure(
             f"The mock produced a response that breaks its contract: {detail}"
         )
     status = getattr(exc, "status_code", 500)
     where = f"{request.method} {request.url.path}" if request is not None else "this request"
-    if status == 404 or status < 400:  # a redirect means the path is not one of the API's
+    if status == 404:
         return errors.RouteNotFound(f"No route for {where}")
     if status == 405:
         return errors.MethodNotAllowed(f"Method not allowed: {where}")

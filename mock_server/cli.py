@@ -17,9 +17,9 @@ warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testcli
 import uvicorn  # noqa: E402
 
 from mock_server import __version__  # noqa: E402
-from mock_server.app import MockConfig, PlatformMock  # noqa: E402
+from mock_server.app import CONTROL_PLANE_PREFIX, MockConfig, PlatformMock  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
-from mock_server.server import uvicorn_config  # noqa: E402
+from mock_server.server import bind, uvicorn_config  # noqa: E402
 
 EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
@@ -87,20 +87,6 @@ def _config(args: argparse.Namespace) -> MockConfig:
     )
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
-
-
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -129,7 +115,7 @@ def serve(args: argparse.Namespace) -> int:
 
     mock = PlatformMock(_config(args))
     try:
-        sock = _bind(args.host, args.port)
+        sock = bind(args.host, args.port)
     except OSError as exc:
         print(
             f"platform-mock: cannot listen on {args.host}:{args.port}: {exc.strerror}",
@@ -141,7 +127,7 @@ def serve(args: argparse.Namespace) -> int:
     base = f"http://{shown}:{port}"
     gateway = f"{base}{mock.gateway_prefix}"
     print(f"platform-mock {__version__} (seed {args.seed})")
-    print(f"  control plane: {base}/api/svc/v1")
+    print(f"  control plane: {base}{CONTROL_PLANE_PREFIX}")
     print(f"  gateway:       {gateway}")
     print(f"  API docs:      {base}/docs/  and  {gateway}/docs/")
     print(f"  token:         {mock.auth.dev_token()}")

@@ -1,50 +1,57 @@
-"""The contract as data: the operations of both specs, their statuses and parameters.
+"""The contract as data: the spec documents, read once, and their operations.
 
-Read once from `spec/`; used where the mock reasons about the contract rather than
-enforcing it (which statuses a fault may inject, what a report counts as exercised).
+Connexion enforces the documents; this module is for where the mock reasons about them
+(which statuses a fault may inject, what a report counts as exercised, the schema a
+complete model response in a fixture must meet).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import yaml
 
 from mock_server.resources import package_file
 
-SPEC_FILES = ("control-plane.yaml", "gateway.yaml")
+CONTROL_PLANE_SPEC = "control-plane.yaml"
+GATEWAY_SPEC = "gateway.yaml"
+ADMIN_SPEC = "admin.yaml"
+PLATFORM_SPECS = (CONTROL_PLANE_SPEC, GATEWAY_SPEC)
 METHODS = ("get", "put", "post", "delete", "patch")
 
 
 @dataclass(frozen=True)
 class Operation:
     operation_id: str
-    method: str
-    path: str
     statuses: frozenset[int]
     parameters: tuple[str, ...]
 
 
 @cache
+def _parsed(name: str) -> dict[str, Any]:
+    return yaml.safe_load((package_file("spec") / name).read_text())
+
+
+def spec(name: str) -> dict[str, Any]:
+    """A spec document, parsed once per process; each caller gets its own copy (Connexion
+    fills defaults into the document it is given)."""
+    return copy.deepcopy(_parsed(name))
+
+
+@cache
 def operations() -> dict[str, Operation]:
-    """Every operation of the platform API, by operationId."""
+    """Every operation of the platform API (not the admin API), by operationId."""
     found: dict[str, Operation] = {}
-    for name in SPEC_FILES:
-        document = yaml.safe_load((package_file("spec") / name).read_text())
-        for path, item in document["paths"].items():
+    for name in PLATFORM_SPECS:
+        for item in _parsed(name)["paths"].values():
             for method, operation in item.items():
-                if method not in METHODS:
-                    continue
-                found[operation["operationId"]] = Operation(
-                    operation["operationId"],
-                    method.upper(),
-                    path,
-                    frozenset(int(status) for status in operation["responses"]),
-                    tuple(p["name"] for p in operation.get("parameters", [])),
-                )
+                if method in METHODS:
+                    found[operation["operationId"]] = Operation(
+                        operation["operationId"],
+                        frozenset(int(status) for status in operation["responses"]),
+                        tuple(p["name"] for p in operation.get("parameters", [])),
+                    )
     return found
-
-
-def documented_statuses() -> dict[str, set[int]]:
-    return {op_id: set(op.statuses) for op_id, op in operations().items()}

@@ -23,11 +23,6 @@ class PlatformError(Exception):
         self.details = details or []
         super().__init__(self.message)
 
-    # Connexion's security layer picks the most specific failure by this attribute.
-    @property
-    def status_code(self) -> int:
-        return self.status
-
     def body(self) -> dict[str, Any]:
         return error_body(self.status, self.code, self.message, self.details)
 

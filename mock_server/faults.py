@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server import errors
-from mock_server.journal import as_text
+from mock_server.contract import Operation
+from mock_server.journal import same_value
 
 MAX_DELAY_MS = 60_000
 
@@ -99,8 +100,8 @@ class Decision:
 class Faults:
     """The fault rules of one mock, checked against the statuses its contract documents."""
 
-    def __init__(self, documented: dict[str, set[int]]):
-        self._documented = documented
+    def __init__(self, operations: dict[str, Operation]):
+        self._documented = {op_id: op.statuses for op_id, op in operations.items()}
         self._lock = threading.Lock()
         self._rules: list[Fault] = []
         self._next = 0
@@ -176,7 +177,7 @@ class Faults:
         with self._lock:
             for rule in self._rules:
                 if rule.operation_id != operation_id or not all(
-                    as_text(params.get(k)) == as_text(v) for k, v in rule.match.items()
+                    same_value(params.get(k), v) for k, v in rule.match.items()
                 ):
                     continue
                 if rule.times is not None and rule.applied >= rule.times:

@@ -18,7 +18,7 @@ import yaml
 from connexion.json_schema import Draft4ResponseValidator, resolve_refs
 from jsonschema import Draft4Validator, Draft202012Validator
 
-from mock_server import errors
+from mock_server import contract, errors
 from mock_server.resources import package_file
 from mock_server.state.entities import Application, Caller, SecretGroup, Subject
 from mock_server.state.sources import from_epoch_ms, iso, parse_iso
@@ -95,7 +95,7 @@ def load(path: str | Path) -> Fixture:
 @cache
 def model_response_validator() -> Draft4Validator:
     """The gateway contract's ModelResponse schema, for complete responses in fixtures."""
-    gateway = resolve_refs(yaml.safe_load((package_file("spec") / "gateway.yaml").read_text()))
+    gateway = resolve_refs(contract.spec(contract.GATEWAY_SPEC))
     return compiled(gateway["components"]["schemas"]["ModelResponse"], Draft4ResponseValidator)
 
 

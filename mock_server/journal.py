@@ -49,8 +49,7 @@ class Entry:
     @property
     def params(self) -> dict[str, Any]:
         """Path and query parameters, one value where one was given."""
-        query = {k: v[0] if len(v) == 1 else v for k, v in self.query.items()}
-        return {**query, **self.path_params}
+        return request_params(self.query, self.path_params)
 
     def describe(self) -> str:
         query = "&".join(f"{k}={v}" for k, values in self.query.items() for v in values)
@@ -131,7 +130,7 @@ class Journal:
             for e in self
             if (operation_id is None or e.operation_id == operation_id)
             and (status is None or e.status == status)
-            and all(_same(e.params.get(k), v) for k, v in params.items())
+            and all(same_value(e.params.get(k), v) for k, v in params.items())
         ]
 
     def assert_called(
@@ -161,7 +160,7 @@ class Journal:
 
     def _closest(self, operation_id: str, status: int | None, params: dict[str, Any]) -> str:
         def score(entry: Entry) -> tuple[int, int]:
-            matched = sum(_same(entry.params.get(k), v) for k, v in params.items())
+            matched = sum(same_value(entry.params.get(k), v) for k, v in params.items())
             same_status = status is None or entry.status == status
             return (2 * (entry.operation_id == operation_id) + same_status, matched)
 
@@ -171,12 +170,20 @@ class Journal:
         return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
 
 
+def request_params(query: dict[str, list[str]], path_params: dict[str, str]) -> dict[str, Any]:
+    """A request's path and query parameters, one value where one was given."""
+    single = {k: v[0] if len(v) == 1 else v for k, v in query.items()}
+    return {**single, **path_params}
+
+
 def as_text(value: Any) -> str:
     """A parameter value as it appears in a URL: JSON booleans are `true` and `false`."""
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _same(actual: Any, expected: Any) -> bool:
+def same_value(actual: Any, expected: Any) -> bool:
+    """Whether a request's parameter value is the expected one (a value or a list of them);
+    an absent parameter matches nothing."""
     if isinstance(expected, list | tuple):
         actual_list = actual if isinstance(actual, list) else [actual]
         return [as_text(v) for v in actual_list] == [as_text(v) for v in expected]

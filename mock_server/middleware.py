@@ -1,4 +1,4 @@
-"""The mock's own ASGI middlewares: journaling every request, and injecting faults.
+"""The mock's own ASGI layers: journaling, path and route guards, and fault injection.
 
 They talk to each other (and to the error handler) through a dict in the request scope's
 `extensions`, shared by every shallow copy Connexion makes of the scope: the route's path
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import re
 import time
 from typing import Any
@@ -21,25 +20,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server import errors
 from mock_server.faults import Faults
-from mock_server.journal import BODY_LIMIT, Entry, Journal
+from mock_server.journal import BODY_LIMIT, Entry, Journal, request_params
 
 NOTES = "platform_mock"
 KEPT_HEADERS = ("content-type", "content-length", "prefer", "user-agent", "x-platform-metadata")
 FAULT_HEADER = b"x-platform-mock-fault"
 # Returned to the server instead of None: uvicorn then closes the connection unanswered.
 DROP = "drop-connection"
-
-
-class _HideDrops(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return DROP not in record.getMessage()
-
-
-def quiet_dropped_connections() -> None:
-    """Keep uvicorn from logging an error for each connection a fault drops on purpose.
-
-    Call it after creating the uvicorn Config, which sets up uvicorn's loggers."""
-    logging.getLogger("uvicorn.error").addFilter(_HideDrops())
 
 
 def notes(scope: Scope) -> dict[str, Any]:
@@ -176,14 +163,16 @@ class FaultInjection:
         self.faults = faults
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        operation_id = scope.get("extensions", {}).get(ROUTING_CONTEXT, {}).get("operation_id")
-        if scope["type"] != "http" or operation_id is None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        query = {k: v[0] if len(v) == 1 else v for k, v in _query(scope).items()}
-        params = {**query, **{k: str(v) for k, v in scope.get("path_params", {}).items()}}
-        decision = self.faults.decide(operation_id, params, Headers(scope=scope).get("prefer"))
+        # RouteNotes, earlier in the stack, has answered every request without an operation.
         mine = notes(scope)
+        decision = self.faults.decide(
+            scope["extensions"][ROUTING_CONTEXT]["operation_id"],
+            request_params(_query(scope), mine["path_params"]),
+            Headers(scope=scope).get("prefer"),
+        )
         if decision.source:
             mine["fault"] = decision.source
         if decision.delay_ms:

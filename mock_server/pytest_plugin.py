@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from mock_server import fixtures
-from mock_server.app import ADMIN_PREFIX, MockConfig, PlatformMock
+from mock_server.app import ADMIN_PREFIX, CONTROL_PLANE_PREFIX, MockConfig, PlatformMock
 from mock_server.faults import Fault
 from mock_server.journal import Journal
 from mock_server.server import BackgroundServer
@@ -28,7 +28,6 @@ from mock_server.state import Store
 if TYPE_CHECKING:
     import httpx
 
-CONTROL_PLANE = "/api/svc/v1"
 _SERVER = pytest.StashKey[BackgroundServer]()
 
 
@@ -105,7 +104,7 @@ class MockHandle:
     @property
     def api_url(self) -> str:
         """Base URL of the control plane (`.../api/svc/v1`)."""
-        return self.server.url + CONTROL_PLANE
+        return self.server.url + CONTROL_PLANE_PREFIX
 
     @property
     def gateway_url(self) -> str:

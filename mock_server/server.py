@@ -8,6 +8,7 @@ body too. `BackgroundServer` runs uvicorn on a daemon thread, bound to a free lo
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -19,9 +20,34 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mock_server import errors
 from mock_server.app import PlatformMock
-from mock_server.middleware import quiet_dropped_connections
+from mock_server.middleware import DROP
 
 MAX_HEADER_BYTES = 64 * 1024
+
+
+class _HideDrops(logging.Filter):
+    """Keeps uvicorn from logging an error for each connection a fault drops on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return DROP not in record.getMessage()
+
+
+_HIDE_DROPS = _HideDrops()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host and port (0: a free one), IPv4 or IPv6."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
 
 class PlatformHttpProtocol(HttpToolsProtocol):
@@ -68,7 +94,8 @@ def uvicorn_config(
         access_log=log_level in ("debug", "info"),
         **options,
     )
-    quiet_dropped_connections()
+    # After the Config, which sets up uvicorn's loggers; a logger keeps one copy of a filter.
+    logging.getLogger("uvicorn.error").addFilter(_HIDE_DROPS)
     return config
 
 
@@ -77,9 +104,7 @@ class BackgroundServer:
 
     def __init__(self, mock: PlatformMock, host: str = "127.0.0.1", port: int = 0):
         self.mock = mock
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((host, port))
+        self._sock = bind(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
         self._server = uvicorn.Server(uvicorn_config(mock))
         self._thread = threading.Thread(
