@@ -22,7 +22,7 @@ from mock_server import contract, errors
 from mock_server.resources import package_file
 from mock_server.state.entities import Application, Caller, SecretGroup, Subject
 from mock_server.state.sources import from_epoch_ms, iso, parse_iso
-from mock_server.validation import compiled, violations
+from mock_server.validation import compiled, field_path, violations
 
 if TYPE_CHECKING:
     from mock_server.state.store import Store
@@ -42,7 +42,7 @@ class Fixture:
 
     def where(self, path: tuple[Any, ...]) -> str:
         line = _line_of(self.node, path) if self.node is not None else None
-        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        field = field_path(path)
         return f"{self.source}{f':{line}' if line else ''}: {field or '(document)'}"
 
 
@@ -61,8 +61,13 @@ def _validator() -> Draft202012Validator:
 def parse(text: str, source: str = "<fixture>") -> Fixture:
     """A fixture from YAML (or JSON) text, checked against the schema."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        # One parse gives both the data and the node tree that knows each field's line.
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -149,7 +154,7 @@ def _user(store: Store, email: str | None) -> Subject:
 
 def _caller(store: Store, reference: str | None) -> Caller:
     subject = store.identity.subject_by_reference(reference)
-    return Caller(subject.type, subject.id, subject.slug)
+    return subject.caller()
 
 
 def _time(text: str | None) -> datetime | None:

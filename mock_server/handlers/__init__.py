@@ -1,4 +1,5 @@
-"""Thin request handlers: one per operationId, each a single call into the state layer.
+"""Thin request handlers, one per operationId: each unpacks what Connexion validated and calls
+the state layer (or, for the admin API, the mock's journal, faults and report).
 
 `OPERATIONS` maps every operationId of the specs to its handler; the app's resolver uses it,
 and a test checks that it covers exactly the operations of the specs.

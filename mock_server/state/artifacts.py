@@ -100,7 +100,7 @@ class Artifacts(Area):
         if version is None:
             raise errors.ArtifactVersionNotFound(f"No artifact version with id {version_id!r}")
         artifact = self.world.artifacts[version.artifact_id]
-        repo_resource = self.store.identity.world.resources[("mlf-project", artifact.ml_repo_id)]
+        repo_resource = self.world.resources[("mlf-project", artifact.ml_repo_id)]
         self.store.identity.require(caller, "write", repo_resource)
         wanted = list(dict.fromkeys(tags))
         holders: dict[str, ArtifactVersion] = {}

@@ -31,6 +31,10 @@ class Subject:
     display_name: str
     members: list[str] = field(default_factory=list)  # user ids, for teams
 
+    def caller(self) -> Caller:
+        """This subject as the caller of a request."""
+        return Caller(self.type, self.id, self.slug)
+
     def reference(self) -> dict[str, Any]:
         """The subject reference (`createdBySubject`) of the contract."""
         return {

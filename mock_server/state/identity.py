@@ -36,7 +36,6 @@ ROLE_ACTIONS = {
     "viewer": frozenset({"read"}),
 }
 TENANT_ADMIN = "tenant-admin"
-NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{1,64}[a-z0-9]$")
 
 
 def role_actions(role: str) -> frozenset[str]:
@@ -88,7 +87,7 @@ class Identity(Area):
         subject_id: str | None = None,
         members: list[str] | None = None,
     ) -> Subject:
-        if type_ not in ("user", "team", "virtualaccount", "agent"):
+        if type_ not in SUBJECT_TYPES:
             raise ValueError(f"unknown subject type {type_!r}")
         if self.find_subject(type_, name) is not None:
             raise ValueError(f"{type_} {name!r} already exists")
@@ -185,7 +184,7 @@ class Identity(Area):
     def caller(self, subject_type: str, subject_id: str) -> Caller | None:
         """The caller a token names, or None when no such subject exists."""
         subject = self.subject(subject_type, subject_id)
-        return None if subject is None else Caller(subject.type, subject.id, subject.slug)
+        return None if subject is None else subject.caller()
 
     def caller_subject(self, caller: Caller) -> Subject:
         subject = self.subject(caller.subject_type, caller.subject_id)

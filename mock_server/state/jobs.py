@@ -106,9 +106,7 @@ class Jobs(Area):
         workspace = self.world.resources[("workspace", application.workspace_id)]
         users = [s for s in self.world.subjects.values() if s.type == "user"]
         # Runs are triggered by people who can see the job, when there are any.
-        users = [
-            u for u in users if identity.allowed(Caller(u.type, u.id, u.slug), "read", workspace)
-        ] or users
+        users = [u for u in users if identity.allowed(u.caller(), "read", workspace)] or users
         versions = sorted(application.deployment_ids)
         start = self.sources.clock.now() - timedelta(days=30)
         for _ in range(count):
@@ -175,7 +173,7 @@ class Jobs(Area):
         """The job's run index, rebuilt when runs were added since it was made."""
         runs = self.world.job_runs[application_id]
         cached = self.world.run_indexes.get(application_id)
-        if cached is None or cached.size != len(runs):
+        if cached is None or len(cached.runs) != len(runs):
             cached = self.world.run_indexes[application_id] = RunIndex(runs)
         return cached
 
@@ -187,7 +185,6 @@ class RunIndex:
 
     def __init__(self, runs: list[JobRun]):
         self.runs = list(runs)
-        self.size = len(runs)
         self.by_status: dict[Any, set[str]] = defaultdict(set)
         self.by_slug: dict[Any, set[str]] = defaultdict(set)
         self.by_version: dict[Any, set[str]] = defaultdict(set)

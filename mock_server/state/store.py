@@ -1,8 +1,9 @@
 """The store: one app's whole platform state, its lock, and the reset that rebuilds it.
 
 The store is owned by an app instance, never by a module: two apps in one process share
-nothing. Every read and change of the world happens under `Store.lock`; the domain rules live
-in one area object per part of the platform (`store.identity`, `store.secrets`, ...).
+nothing. Every change of the world, and every operation of the API, happens under
+`Store.lock`; the domain rules live in one area object per part of the platform
+(`store.identity`, `store.secrets`, ...).
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class Store:
         with self.lock:
             if seed is not None:
                 self.seed = seed
-            self.sources = Sources(self.seed)
+            self.sources = Sources(self.seed, faker=self.sources.faker)
             self.world = World()
             for document in [*self.initial_documents, *extra]:
                 apply_document(self, document)
