@@ -169,7 +169,10 @@ class Faults:
             self._rules.clear()
 
     def decide(self, operation_id: str, params: dict[str, Any], prefer: str | None) -> Decision:
-        """The fault to apply to one request: the `Prefer` header first, then the rules."""
+        """The fault to apply to one request: the `Prefer` header first, then the rules.
+        Operations outside the platform's contract (the admin API) get none."""
+        if operation_id not in self._documented:
+            return Decision()
         if prefer:
             decision = self._from_prefer(operation_id, prefer)
             if decision is not None:

@@ -543,3 +543,8 @@ def test_admin_delete_faults_clears_every_rule(admin, mock, call):
     assert admin.get("/faults").json() == {"data": []}
     assert call("listJobRuns").status_code == 200
     assert call("deleteSecretGroup").status_code == 200
+
+
+def test_prefer_header_on_the_admin_api_is_ignored(admin):
+    response = admin.get("/faults", headers={"Prefer": "code=424"})
+    assert response.status_code == 200, response.text
