@@ -22,7 +22,7 @@ from mock_server import contract, errors
 from mock_server.resources import package_file
 from mock_server.state.entities import Application, Caller, SecretGroup, Subject
 from mock_server.state.sources import from_epoch_ms, iso, parse_iso
-from mock_server.validation import compiled, field_path, violations
+from mock_server.validation import compiled, field_path, summary, violations
 
 if TYPE_CHECKING:
     from mock_server.state.store import Store
@@ -309,7 +309,7 @@ def _model_responses(store: Store, r: dict) -> None:
     if "response" in r:
         problems = violations(model_response_validator(), r["response"], "response")
         if problems:
-            raise ValueError("; ".join(f"{p['field']}: {p['message']}" for p in problems[:3]))
+            raise ValueError(summary(problems))
         store.gateway.add_stored(r["response"])
         return
     if "generate" in r:

@@ -187,6 +187,11 @@ def violations(
     return found
 
 
+def summary(details: list[Detail]) -> str:
+    """The first violations as one line, `field: message; ...`."""
+    return "; ".join(f"{d['field']}: {d['message']}" for d in details[:3])
+
+
 def invalid_request(details: list[Detail]) -> errors.InvalidRequest:
     shown = "; ".join(
         f"{d['location']} {d['field']}: {d['message']}"
@@ -412,8 +417,7 @@ class JSONResponseValidator(JSONResponseBodyValidator):
         details = violations(compiled(self._schema, Draft4ResponseValidator), body, "response")
         if details:
             raise errors.MockFailure(
-                "The mock produced a response that breaks its contract: "
-                + "; ".join(f"{d['field']}: {d['message']}" for d in details[:3]),
+                "The mock produced a response that breaks its contract: " + summary(details),
                 details=details,
             )
 
