@@ -49,6 +49,7 @@ from mock_server.middleware import (
 from mock_server.report import ContractReport
 from mock_server.state import Store
 from mock_server.validation import VALIDATOR_MAP, RequestValidationMiddleware, invalid_request
+from mock_server.wsgi import InlineWSGI
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,8 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         FaultInjection, position=MiddlewarePosition.BEFORE_CONTEXT, faults=mock.faults
     )
     app.app.extensions[EXTENSION] = mock
+    # Flask on the event loop's thread instead of a2wsgi's pool (see mock_server.wsgi).
+    app._middleware_app.asgi_app = InlineWSGI(app.app.wsgi_app)
     # Starlette picks the handler by the exception's class hierarchy: Connexion registers its
     # own for ProblemException, so each base is claimed here.
     for condition in (Exception, HTTPException, ProblemException, errors.PlatformError):

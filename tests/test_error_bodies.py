@@ -387,6 +387,20 @@ def test_body_larger_than_1_mib_is_413_41301(client, calls, streamed):
     platform_error(response, 413, 41301)
 
 
+@pytest.mark.parametrize(
+    "size",
+    [
+        pytest.param(7, id="small"),
+        pytest.param(MAX_BODY_BYTES + 1, id="over-1-mib"),
+    ],
+)
+def test_body_sent_to_an_operation_without_body_is_ignored(client, calls, size):
+    call = calls["list-job-runs"]
+    response = client.request("GET", call.url, params=call.params, content=b"x" * size)
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]
+
+
 def test_streamed_valid_body_is_read_not_reported_missing(client, calls):
     call = calls["list-secret-deployments"]
     raw = httpx.Request("POST", "/", json=call.json).content
