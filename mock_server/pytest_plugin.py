@@ -10,7 +10,6 @@ Under pytest-xdist each worker has its own server (and its own report file).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,7 +169,9 @@ def _report_path(config: pytest.Config) -> Path | None:
     path = config.getoption("--platform-mock-report")
     if not path:
         return None
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    # xdist's own record of this worker: the environment variable would also be seen by a
+    # pytest run started from inside a worker, which is not one.
+    worker = getattr(config, "workerinput", {}).get("workerid")
     path = Path(path)
     return path.with_name(f"{path.stem}.{worker}{path.suffix}") if worker else path
 
