@@ -33,10 +33,9 @@ from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
-from mock_server import contract, errors, fixtures
+from mock_server import contract, errors, fixtures, handlers
 from mock_server.auth import Authenticator
 from mock_server.faults import Faults
-from mock_server.handlers import OPERATIONS
 from mock_server.handlers.context import EXTENSION
 from mock_server.journal import Journal
 from mock_server.middleware import (
@@ -123,8 +122,8 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         validate_responses=True,
         validator_map=VALIDATOR_MAP,
         security_map=mock.auth.security_map(),
-        resolver=Resolver(function_resolver=OPERATIONS.__getitem__),
-        pythonic_params=True,
+        resolver=Resolver(function_resolver=handlers.resolve),
+        pythonic_params=False,  # handlers.resolve converts the names
         jsonifier=Jsonifier(_CompactJSON),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/docs"),
     )

@@ -45,6 +45,7 @@ class InlineWSGI:
             return written.append
 
         environ = build_environ(scope, io.BytesIO(body))  # type: ignore[arg-type]
+        environ["CONTENT_LENGTH"] = str(len(body))  # what Flask gets, even if none was kept
         result = self.app(environ, start_response)
         try:
             content = b"".join([*written, *result])
@@ -81,4 +82,4 @@ async def _read_body(receive: Receive) -> bytes | None:
         if size <= MAX_BODY_BYTES:
             chunks.append(chunk)
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            return b"".join(chunks) if size <= MAX_BODY_BYTES else b""

@@ -1,14 +1,17 @@
 """Thin request handlers, one per operationId: each unpacks what Connexion validated and calls
 the state layer (or, for the admin API, the mock's journal, faults and report).
 
-`OPERATIONS` maps every operationId of the specs to its handler; the app's resolver uses it,
-and a test checks that it covers exactly the operations of the specs.
+`OPERATIONS` maps every operationId of the specs to its handler, and a test checks that it
+covers exactly the operations of the specs; `resolve` gives the app what it calls.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
+
+from connexion.decorators.parameter import pythonic
 
 from mock_server.handlers import admin, artifacts, gateway, jobs, role_bindings, secrets, tokens
 
@@ -33,3 +36,25 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "adminDeleteFault": admin.delete_fault,
     "adminGetReport": admin.get_report,
 }
+
+
+def resolve(operation_id: str) -> Callable[..., Any]:
+    """The handler of an operation, called with the spec's parameter names (`sortBy`, `id`)
+    and given them under its own (`sort_by`, `id_`). Each name is converted once, where
+    Connexion's `pythonic_params` would convert every name of every request again."""
+    handler = OPERATIONS[operation_id]
+    accepted = set(inspect.signature(handler).parameters)
+    names: dict[str, str] = {}
+
+    def call(**given: Any) -> Any:
+        arguments = {}
+        for key, value in given.items():
+            name = names.get(key)
+            if name is None:
+                name = names[key] = pythonic(key)
+            if name in accepted:
+                arguments[name] = value
+        return handler(**arguments)
+
+    call.__name__ = call.__qualname__ = handler.__name__
+    return call
