@@ -35,7 +35,13 @@ def notes(scope: Scope) -> dict[str, Any]:
 
 
 def _query(scope: Scope) -> dict[str, list[str]]:
-    return parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    """The query parameters, parsed once for the journal and the fault rules alike."""
+    mine = notes(scope)
+    if "query" not in mine:
+        mine["query"] = parse_qs(
+            scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
+        )
+    return mine["query"]
 
 
 def _body(raw: bytes) -> Any:
