@@ -1,10 +1,12 @@
-"""The benchmark: the mock beside Prism and a bare ASGI reference, each alone in turn.
+"""The benchmark: the mock beside Prism and two references, each server alone in turn.
 
     python bench/run.py [--duration 10] [--out bench/results] [--no-prism]
 
 Every server runs alone on this machine and is driven by wrk (-t2 -c16, and -c1 for
-latency) over loopback. Figures are printed as a table with ratios to the bare reference
-measured in the same run, and written as JSON and a PNG chart. Setup is the benchmark's
+latency) over loopback. The references answer the mock's own bodies: a bare ASGI app
+(bench/bare.py) and a Connexion FlaskApp doing nothing else (bench/floor.py). Figures are
+printed as a table with ratios to the bare reference and to Prism measured in the same run,
+and written as JSON and a PNG chart. Setup is the benchmark's
 own: wrk comes from Debian's packages (installed with apt-get when missing and run as
 root), Prism from the npm registry into bench/.prism. Not part of the test suite.
 """
@@ -31,6 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PRISM_DIR = ROOT / "bench" / ".prism"
 PRISM = PRISM_DIR / "node_modules" / ".bin" / "prism"
 DEMO_RESPONSE = "resp_0000000000000000000000000000demo"
+SERVERS = ("platform-mock", "prism", "connexion-floor", "bare")
+# Both answer the mock's own bodies: bare is the ceiling of Python and uvicorn here, the
+# floor the least a Connexion FlaskApp operation costs (see each script's docstring).
+REFERENCES = {"bare": "bare.py", "connexion-floor": "floor.py"}
 
 
 @dataclass
@@ -277,9 +283,7 @@ def chart(results: dict, path: Path) -> bool:
         )
         return False
     names = [s["scenario"] for s in results["throughput"]]
-    servers = [
-        k for k in ("platform-mock", "prism", "bare") if any(k in s for s in results["throughput"])
-    ]
+    servers = [k for k in SERVERS if any(k in s for s in results["throughput"])]
     fig, ax = plt.subplots(figsize=(10, 5))
     width = 0.8 / len(servers)
     for i, server in enumerate(servers):
@@ -333,17 +337,19 @@ def main() -> None:
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(bodies, handle)
-    port = free_port()
-    bare = Server([sys.executable, str(ROOT / "bench" / "bare.py"), str(port), handle.name], port)
-    wait_ready(port, cases[0].path, token)
-    for case, row in zip(cases, results["throughput"], strict=True):
-        row["bare"] = wrk(
-            wrk_bin, port, case.method, case.path, token, case.body, args.duration, 16, 2
+    for name, script in REFERENCES.items():
+        port = free_port()
+        argv = [sys.executable, str(ROOT / "bench" / script), str(port), handle.name]
+        server = Server(argv, port)
+        wait_ready(port, cases[0].path, token)
+        for case, row in zip(cases, results["throughput"], strict=True):
+            row[name] = wrk(
+                wrk_bin, port, case.method, case.path, token, case.body, args.duration, 16, 2
+            )
+        results["single_connection"][name] = wrk(
+            wrk_bin, port, "GET", cases[0].path, token, None, args.duration, 1, 1
         )
-    results["single_connection"]["bare"] = wrk(
-        wrk_bin, port, "GET", cases[0].path, token, None, args.duration, 1, 1
-    )
-    bare.stop()
+        server.stop()
 
     if prism is not None:
         for spec in sorted({c.prism_spec for c in cases}):
@@ -394,7 +400,7 @@ def report(results: dict, out: Path) -> None:
     ]
     for row in results["throughput"]:
         bare, prism = row.get("bare", {}).get("rps"), row.get("prism", {}).get("rps")
-        for server in ("platform-mock", "prism", "bare"):
+        for server in SERVERS:
             if server not in row:
                 continue
             m = row[server]
@@ -430,6 +436,21 @@ def report(results: dict, out: Path) -> None:
     results["targets"] = [{"target": t, "measured": m, "met": ok} for t, m, ok in targets]
     lines += ["", f"{'target':46} {'measured':>12}  met"]
     lines += [f"{t:46} {m:>12}  {'yes' if ok else 'NO'}" for t, m, ok in targets]
+    lines += ["", f"{'single connection (wrk -c1)':32} {'p50 ms':>8} {'x bare':>7}"]
+    lines += [
+        f"{server:32} {single[server]['p50_ms']:8.3f} "
+        f"{single[server]['p50_ms'] / single['bare']['p50_ms']:7.1f}"
+        for server in SERVERS
+        if server in single
+    ]
+    floor = jobs.get("connexion-floor", {}).get("rps")
+    if floor and "prism" in jobs:
+        lines += [
+            "",
+            f"GET job runs: the Connexion FlaskApp floor answers {floor:.0f} req/s, "
+            f"{floor / jobs['prism']['rps']:.2f}x Prism; the mock reaches "
+            f"{jobs['platform-mock']['rps'] / floor:.0%} of that floor.",
+        ]
     text = "\n".join(lines)
     print(text)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
