@@ -5,7 +5,8 @@ resets the world, the journal and the faults *before* each test and hands the te
 everything it needs; the `platform_mock` marker picks extra fixture files and a seed for
 one test. With `--platform-mock-report PATH` the session writes the contract report, and
 with `--platform-mock-fail-on-violation` a request that broke the contract fails the run.
-Under pytest-xdist each worker has its own server (and its own report file).
+Under pytest-xdist each worker has its own server; the controller merges their reports into
+one, which it writes, prints and judges as a single session would.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from mock_server import fixtures
+from mock_server import contract, fixtures
 from mock_server.app import ADMIN_PREFIX, CONTROL_PLANE_PREFIX, MockConfig, PlatformMock
 from mock_server.faults import Fault
 from mock_server.journal import Journal
+from mock_server.report import ContractReport
 from mock_server.server import BackgroundServer
 from mock_server.state import Store
 
@@ -28,6 +30,10 @@ if TYPE_CHECKING:
     import httpx
 
 _SERVER = pytest.StashKey[BackgroundServer]()
+# Under pytest-xdist: each worker's report, handed to the controller, and their merge.
+_WORKER_OUTPUT = "platform_mock_report"
+_WORKER_REPORTS = pytest.StashKey[list[dict[str, Any]]]()
+_MERGED = pytest.StashKey[ContractReport]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -167,32 +173,58 @@ def platform_mock(
 
 def _report_path(config: pytest.Config) -> Path | None:
     path = config.getoption("--platform-mock-report")
-    if not path:
-        return None
-    # xdist's own record of this worker: the environment variable would also be seen by a
-    # pytest run started from inside a worker, which is not one.
-    worker = getattr(config, "workerinput", {}).get("workerid")
-    path = Path(path)
-    return path.with_name(f"{path.stem}.{worker}{path.suffix}") if worker else path
+    return Path(path) if path else None
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist, in the controller: keep the report a worker hands over as it ends."""
+    report = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
+    if report is not None:
+        node.config.stash.setdefault(_WORKER_REPORTS, []).append(report)
+
+
+def _session_report(config: pytest.Config) -> ContractReport | None:
+    """The session's report: its own mock's, or (xdist controller) the workers' merged."""
+    server = config.stash.get(_SERVER, None)
+    if server is not None:
+        return server.mock.report
+    if _MERGED not in config.stash:
+        reports = config.stash.get(_WORKER_REPORTS, [])
+        if not reports:
+            return None
+        merged = ContractReport(contract.operations())
+        for report in reports:
+            merged.absorb(report)
+        config.stash[_MERGED] = merged
+    return config.stash[_MERGED]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    server = session.config.stash.get(_SERVER, None)
-    if server is None:
+    config = session.config
+    if _is_xdist_worker(config):
+        server = config.stash.get(_SERVER, None)
+        if server is not None:  # the controller writes, prints and judges the merged report
+            config.workeroutput[_WORKER_OUTPUT] = server.mock.report.to_dict()  # type: ignore[attr-defined]
         return
-    report = server.mock.report
-    path = _report_path(session.config)
+    report = _session_report(config)
+    if report is None:
+        return
+    path = _report_path(config)
     if path is not None:
         report.write(path)
-    if report.violation_count and session.config.getoption("--platform-mock-fail-on-violation"):
+    if report.violation_count and config.getoption("--platform-mock-fail-on-violation"):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    server = config.stash.get(_SERVER, None)
-    if server is None:
+    report = _session_report(config)
+    if report is None or _is_xdist_worker(config):
         return
-    report = server.mock.report
     path = _report_path(config)
     if path is not None or config.getoption("--platform-mock-fail-on-violation"):
         terminalreporter.section("platform mock contract report")

@@ -48,10 +48,7 @@ class ContractReport:
                 *entry.query.items(),
                 *((k, [v]) for k, v in entry.path_params.items()),
             ]:
-                seen = usage.parameters.setdefault(name, set())
-                for value in values:
-                    if len(seen) < MAX_VALUES:
-                        seen.add(value)
+                self._keep(usage.parameters.setdefault(name, set()), values)
             if entry.violation:
                 usage.violation_count += 1
                 if len(usage.violations) < MAX_VIOLATIONS:
@@ -67,6 +64,25 @@ class ContractReport:
                             "details": entry.details,
                         }
                     )
+
+    @staticmethod
+    def _keep(seen: set[str], values: list[str]) -> None:
+        for value in values:
+            if len(seen) < MAX_VALUES:
+                seen.add(value)
+
+    def absorb(self, other: dict[str, Any]) -> None:
+        """Adds another report's figures (`to_dict()` of a pytest-xdist worker's) to this one."""
+        with self._lock:
+            for op_id, theirs in other["operations"].items():
+                usage = self._usage.setdefault(op_id, _Usage())
+                usage.calls += theirs["calls"]
+                usage.statuses.update(theirs["statuses"])
+                for name, values in theirs["parametersExercised"].items():
+                    self._keep(usage.parameters.setdefault(name, set()), values)
+                usage.violation_count += theirs["violations"]
+                room = max(0, MAX_VIOLATIONS - len(usage.violations))
+                usage.violations.extend(theirs["violatingRequests"][:room])
 
     @property
     def violation_count(self) -> int:

@@ -5,7 +5,7 @@ Each inner session starts its own mock server in a subprocess (about 1-2 s), so 
 behaviours share one inner session: an inner session runs once per module (the first outer
 test that needs it runs it, the others reuse its result), and each outer test checks the
 outcome of the inner tests that show its one behaviour. One more inner session runs under
-pytest-xdist, to show one server (and one report file) per worker.
+pytest-xdist, to show one server per worker and one report for the session.
 """
 
 from __future__ import annotations
@@ -498,11 +498,29 @@ def test_under_xdist_each_worker_has_its_own_server(under_xdist):
     assert len(seen) == 8 and len(ports) == 2 and len(set(ports.values())) == 2
 
 
-def test_under_xdist_each_worker_writes_its_own_report(under_xdist, pytester: pytest.Pytester):
+def test_under_xdist_one_report_merges_every_workers_requests(
+    under_xdist, pytester: pytest.Pytester
+):
     under_xdist[0].assert_outcomes(passed=8)
-    reports = sorted(p.name for p in pytester.path.glob("report.gw*.json"))
-    assert reports == ["report.gw0.json", "report.gw1.json"]
-    total = sum(
-        json.loads((pytester.path / name).read_text())["summary"]["violations"] for name in reports
+    assert not list(pytester.path.glob("report.gw*"))
+    report = json.loads((pytester.path / "report.json").read_text())
+    tokens = report["operations"]["getOrCreatePersonalAccessToken"]
+    assert (report["summary"]["requests"], report["summary"]["violations"]) == (8, 8)
+    assert tokens["statuses"] == {"400": 8}
+    assert sorted(tokens["parametersExercised"]["bogus"]) == [str(n) for n in range(8)]
+
+
+def test_under_xdist_the_terminal_summary_shows_the_merged_report(under_xdist):
+    under_xdist[0].stdout.fnmatch_lines(
+        ["*platform mock contract report*", "Contract report: 8 request(s), 8 contract*"]
     )
-    assert total == 8
+
+
+def test_under_xdist_fail_on_violation_fails_the_session(pytester: pytest.Pytester):
+    pytester.makepyfile(test_workers=XDIST_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--platform-mock-fail-on-violation",
+        timeout=INNER_TIMEOUT,
+    )  # fmt: skip
+    result.assert_outcomes(passed=8)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
