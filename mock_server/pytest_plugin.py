@@ -11,6 +11,7 @@ one, which it writes, prints and judges as a single session would.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ _SERVER = pytest.StashKey[BackgroundServer]()
 _WORKER_OUTPUT = "platform_mock_report"
 _WORKER_REPORTS = pytest.StashKey[list[dict[str, Any]]]()
 _MERGED = pytest.StashKey[ContractReport]()
+_LOST = pytest.StashKey[int]()  # workers that went down without handing a report over
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -182,10 +184,13 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    """pytest-xdist, in the controller: keep the report a worker hands over as it ends."""
-    report = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
-    if report is not None:
-        node.config.stash.setdefault(_WORKER_REPORTS, []).append(report)
+    """pytest-xdist, in the controller: keep the report a worker hands over as it ends, or
+    count it lost if the worker went down without handing one over."""
+    handed = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
+    if handed is None:
+        node.config.stash[_LOST] = node.config.stash.get(_LOST, 0) + 1
+    elif handed:  # empty: the worker ran no test with the mock
+        node.config.stash.setdefault(_WORKER_REPORTS, []).append(json.loads(handed))
 
 
 def _session_report(config: pytest.Config) -> ContractReport | None:
@@ -207,23 +212,37 @@ def _session_report(config: pytest.Config) -> ContractReport | None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if _is_xdist_worker(config):
+        # The controller writes, prints and judges the merged report. JSON text, because
+        # xdist's own serialiser gives up on deeply nested values (request bodies).
         server = config.stash.get(_SERVER, None)
-        if server is not None:  # the controller writes, prints and judges the merged report
-            config.workeroutput[_WORKER_OUTPUT] = server.mock.report.to_dict()  # type: ignore[attr-defined]
+        handed = json.dumps(server.mock.report.to_dict()) if server is not None else ""
+        config.workeroutput[_WORKER_OUTPUT] = handed  # type: ignore[attr-defined]
         return
+    fail_on_violation = config.getoption("--platform-mock-fail-on-violation")
+    if config.stash.get(_LOST, 0) and fail_on_violation:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # what was lost cannot be vouched for
     report = _session_report(config)
     if report is None:
         return
     path = _report_path(config)
     if path is not None:
         report.write(path)
-    if report.violation_count and config.getoption("--platform-mock-fail-on-violation"):
+    if report.violation_count and fail_on_violation:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _is_xdist_worker(config):
+        return
+    lost = config.stash.get(_LOST, 0)
+    if lost:
+        terminalreporter.write_line(
+            f"platform mock: the contract report of {lost} xdist worker(s) was lost "
+            "(the worker went down); the report covers the others only",
+            red=True,
+        )
     report = _session_report(config)
-    if report is None or _is_xdist_worker(config):
+    if report is None:
         return
     path = _report_path(config)
     if path is not None or config.getoption("--platform-mock-fail-on-violation"):

@@ -477,6 +477,15 @@ def test_worker_has_its_own_clean_mock(platform_mock, n):
     record = {"worker": os.environ["PYTEST_XDIST_WORKER"], "port": platform_mock.server.port}
     with open(f"seen-{n}.json", "w") as handle:  # in the inner session's folder
         json.dump(record, handle)
+
+
+def test_deeply_nested_body_breaks_the_contract(platform_mock):
+    with platform_mock.client() as api:
+        deep = b"[" * 500 + b"]" * 500  # kept as sent in the report
+        response = api.post(
+            "/secrets/deployments", content=deep, headers={"Content-Type": "application/json"}
+        )
+    assert response.status_code == 400
 """
 
 
@@ -493,7 +502,7 @@ def under_xdist(pytester: pytest.Pytester):
 
 def test_under_xdist_each_worker_has_its_own_server(under_xdist):
     result, seen = under_xdist
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=9)
     ports = {record["worker"]: record["port"] for record in seen}
     assert len(seen) == 8 and len(ports) == 2 and len(set(ports.values())) == 2
 
@@ -501,18 +510,18 @@ def test_under_xdist_each_worker_has_its_own_server(under_xdist):
 def test_under_xdist_one_report_merges_every_workers_requests(
     under_xdist, pytester: pytest.Pytester
 ):
-    under_xdist[0].assert_outcomes(passed=8)
+    under_xdist[0].assert_outcomes(passed=9)
     assert not list(pytester.path.glob("report.gw*"))
     report = json.loads((pytester.path / "report.json").read_text())
     tokens = report["operations"]["getOrCreatePersonalAccessToken"]
-    assert (report["summary"]["requests"], report["summary"]["violations"]) == (8, 8)
+    assert (report["summary"]["requests"], report["summary"]["violations"]) == (9, 9)
     assert tokens["statuses"] == {"400": 8}
     assert sorted(tokens["parametersExercised"]["bogus"]) == [str(n) for n in range(8)]
 
 
 def test_under_xdist_the_terminal_summary_shows_the_merged_report(under_xdist):
     under_xdist[0].stdout.fnmatch_lines(
-        ["*platform mock contract report*", "Contract report: 8 request(s), 8 contract*"]
+        ["*platform mock contract report*", "Contract report: 9 request(s), 9 contract*"]
     )
 
 
@@ -522,5 +531,24 @@ def test_under_xdist_fail_on_violation_fails_the_session(pytester: pytest.Pytest
         "-p", "no:cacheprovider", "-n", "2", "--platform-mock-fail-on-violation",
         timeout=INNER_TIMEOUT,
     )  # fmt: skip
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=9)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+CRASHING_WORKER = """
+import os
+
+
+def test_uses_the_mock_then_its_worker_dies(platform_mock):
+    with platform_mock.client() as api:
+        api.get("/personal-access-tokens/ci")
+    os._exit(1)
+"""
+
+
+def test_under_xdist_a_report_lost_with_its_worker_is_reported(pytester: pytest.Pytester):
+    pytester.makepyfile(test_crash=CRASHING_WORKER)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", timeout=INNER_TIMEOUT
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["*contract report of 1 xdist worker(s) was lost*"])
