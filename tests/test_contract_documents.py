@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
+from connexion.decorators.parameter import sanitized
 from openapi_spec_validator import validate
 
 from mock_server import errors
-from mock_server.handlers import OPERATIONS
+from mock_server.handlers import OPERATIONS, argument_name
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = {
@@ -65,6 +67,22 @@ def test_gateway_path_has_no_version_segment():
 def test_every_operation_id_has_a_handler_and_every_handler_an_operation():
     in_specs = {op for name in SPECS for op in operations(name)}
     assert in_specs == set(OPERATIONS)
+
+
+@pytest.mark.parametrize(
+    "operation_id, parameter",
+    [
+        pytest.param(op_id, p["name"], id=f"{op_id}-{p['name']}")
+        for name in SPECS
+        for op_id, operation in operations(name).items()
+        for p in operation.get("parameters", [])
+        if p["in"] in ("path", "query")  # headers are read from the request, not passed
+    ],
+)
+def test_every_parameter_reaches_its_handler_as_an_argument(operation_id, parameter):
+    # Connexion strips what an identifier cannot hold before passing a name on.
+    accepted = inspect.signature(OPERATIONS[operation_id]).parameters
+    assert argument_name(sanitized(parameter)) in accepted
 
 
 @pytest.mark.parametrize("name", PLATFORM)

@@ -38,10 +38,18 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
 }
 
 
+def argument_name(passed: str) -> str:
+    """A handler's argument for a parameter as Connexion passes it (the spec's name with what
+    an identifier cannot hold stripped): snake_case, with `_` after a builtin (`id_`)."""
+    return pythonic(passed)
+
+
 def resolve(operation_id: str) -> Callable[..., Any]:
-    """The handler of an operation, called with the spec's parameter names (`sortBy`, `id`)
-    and given them under its own (`sort_by`, `id_`). Each name is converted once, where
-    Connexion's `pythonic_params` would convert every name of every request again."""
+    """The handler of an operation, taking what Connexion passes (`sortBy`, `id`) under its
+    own argument names (`sort_by`, `id_`), and nothing it does not declare. Each name is
+    turned into snake_case once, where Connexion's `pythonic_params` would run inflection's
+    regexes over every name of every request. A test checks every parameter of the specs
+    reaches its handler."""
     handler = OPERATIONS[operation_id]
     accepted = set(inspect.signature(handler).parameters)
     names: dict[str, str] = {}
@@ -51,7 +59,7 @@ def resolve(operation_id: str) -> Callable[..., Any]:
         for key, value in given.items():
             name = names.get(key)
             if name is None:
-                name = names[key] = pythonic(key)
+                name = names[key] = argument_name(key)
             if name in accepted:
                 arguments[name] = value
         return handler(**arguments)
