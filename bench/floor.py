@@ -21,7 +21,7 @@ import uvicorn
 from connexion.lifecycle import ConnexionResponse
 from connexion.resolver import Resolver
 
-from mock_server.wsgi import InlineWSGI
+from mock_server import wsgi
 
 
 def make_app(bodies: dict[str, bytes], asynchronous: bool = False) -> connexion.AbstractApp:
@@ -43,7 +43,7 @@ def make_app(bodies: dict[str, bytes], asynchronous: bool = False) -> connexion.
         return app
     flask_app = connexion.FlaskApp(__name__, resolver=resolver)
     flask_app.add_api(spec)
-    flask_app._middleware_app.asgi_app = InlineWSGI(flask_app.app.wsgi_app)
+    wsgi.install(flask_app)
     return flask_app
 
 

@@ -33,7 +33,7 @@ from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
-from mock_server import contract, errors, fixtures, handlers
+from mock_server import contract, errors, fixtures, handlers, wsgi
 from mock_server.auth import Authenticator
 from mock_server.faults import Faults
 from mock_server.handlers.context import EXTENSION
@@ -48,7 +48,6 @@ from mock_server.middleware import (
 from mock_server.report import ContractReport
 from mock_server.state import Store
 from mock_server.validation import VALIDATOR_MAP, RequestValidationMiddleware, invalid_request
-from mock_server.wsgi import InlineWSGI
 
 logger = logging.getLogger(__name__)
 
@@ -137,8 +136,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         FaultInjection, position=MiddlewarePosition.BEFORE_CONTEXT, faults=mock.faults
     )
     app.app.extensions[EXTENSION] = mock
-    # Flask on the event loop's thread instead of a2wsgi's pool (see mock_server.wsgi).
-    app._middleware_app.asgi_app = InlineWSGI(app.app.wsgi_app)
+    wsgi.install(app)  # Flask on the event loop's thread, not in a2wsgi's pool
     # Starlette picks the handler by the exception's class hierarchy: Connexion registers its
     # own for ProblemException, so each base is claimed here.
     for condition in (Exception, HTTPException, ProblemException, errors.PlatformError):

@@ -8,6 +8,8 @@ requests that broke the contract. The admin API itself is not journaled.
 from __future__ import annotations
 
 import json
+import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -144,6 +146,21 @@ def test_authorization_header_is_never_stored(server, mock, token, authorized):
     assert "authorization" not in {k.lower() for k in entry.headers}
     assert bearer not in json.dumps(entry.to_dict())
     assert token.split(".")[2] not in json.dumps(entry.to_dict())
+
+
+def test_client_leaving_mid_body_is_recorded_as_a_400_not_a_drop(server, mock, store, token):
+    with socket.create_connection((server.host, server.port)) as raw:
+        raw.sendall(
+            f"GET {CONTROL_PLANE}{_runs(_job_id(store))} HTTP/1.1\r\nHost: mock\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Length: 1000\r\n\r\n0123456789".encode()
+        )
+    deadline = time.monotonic() + 10  # a wait for the server to notice, not a timing check
+    while mock.journal.last is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    entry = mock.journal.last
+
+    assert entry is not None and (entry.status, entry.code) == (400, 40001)
 
 
 def test_admin_requests_are_not_journaled(admin, api, mock):
