@@ -278,6 +278,28 @@ def test_wrong_method_on_known_path_is_405_40501(client, store, calls, operation
     assert _world(store) == before
 
 
+GET_OPERATIONS = [
+    pytest.param(name, id=name)
+    for name in (
+        "generate-role-binding-manifests",
+        "get-or-create-personal-access-token",
+        "list-job-runs",
+        "get-model-response",
+    )
+]
+
+
+@pytest.mark.parametrize("operation", GET_OPERATIONS)
+def test_head_answers_as_get_without_the_body(client, calls, operation):
+    call = calls[operation]
+    call.send(client)  # get-or-create answers `created: true` only the first time
+    response = client.head(call.url, params=call.params)
+    got = call.send(client)
+    assert (response.status_code, response.content) == (200, b""), response.headers
+    assert response.headers["content-length"] == str(len(got.content))
+    assert response.headers["content-type"] == "application/json"
+
+
 # -- bodies --------------------------------------------------------------------------------
 
 
