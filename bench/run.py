@@ -33,10 +33,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PRISM_DIR = ROOT / "bench" / ".prism"
 PRISM = PRISM_DIR / "node_modules" / ".bin" / "prism"
 DEMO_RESPONSE = "resp_0000000000000000000000000000demo"
-SERVERS = ("platform-mock", "prism", "connexion-floor", "bare")
-# Both answer the mock's own bodies: bare is the ceiling of Python and uvicorn here, the
-# floor the least a Connexion FlaskApp operation costs (see each script's docstring).
-REFERENCES = {"bare": "bare.py", "connexion-floor": "floor.py"}
+SERVERS = ("platform-mock", "prism", "flaskapp-floor", "asyncapp-floor", "bare")
+# All answer the mock's own bodies: bare is the ceiling of Python and uvicorn here, the
+# floors the least an operation costs on Connexion's FlaskApp (the mock's stack) and on its
+# AsyncApp (see each script's docstring).
+REFERENCES = {
+    "bare": ["bare.py"],
+    "flaskapp-floor": ["floor.py"],
+    "asyncapp-floor": ["floor.py", "--async"],
+}
 
 
 @dataclass
@@ -337,9 +342,9 @@ def main() -> None:
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(bodies, handle)
-    for name, script in REFERENCES.items():
+    for name, (script, *options) in REFERENCES.items():
         port = free_port()
-        argv = [sys.executable, str(ROOT / "bench" / script), str(port), handle.name]
+        argv = [sys.executable, str(ROOT / "bench" / script), str(port), handle.name, *options]
         server = Server(argv, port)
         wait_ready(port, cases[0].path, token)
         for case, row in zip(cases, results["throughput"], strict=True):
@@ -395,7 +400,7 @@ def report(results: dict, out: Path) -> None:
     lines = [
         f"platform-mock benchmark, {results['date']}, {results['machine']}",
         "",
-        f"{'scenario':32} {'server':14} {'req/s':>9} {'x bare':>7} {'x prism':>8} "
+        f"{'scenario':32} {'server':15} {'req/s':>9} {'x bare':>7} {'x prism':>8} "
         f"{'p50 ms':>8} {'p99 ms':>8}",
     ]
     for row in results["throughput"]:
@@ -407,11 +412,12 @@ def report(results: dict, out: Path) -> None:
             ratio_bare = f"{m['rps'] / bare:.2f}" if bare else "-"
             ratio_prism = f"{m['rps'] / prism:.2f}" if prism else "-"
             lines.append(
-                f"{row['scenario']:32} {server:14} {m['rps']:9.0f} {ratio_bare:>7} "
+                f"{row['scenario']:32} {server:15} {m['rps']:9.0f} {ratio_bare:>7} "
                 f"{ratio_prism:>8} {m['p50_ms']:8.2f} {m['p99_ms']:8.2f}"
             )
     single = results["single_connection"]
-    p50_ratio = single["platform-mock"]["p50_ms"] / single["bare"]["p50_ms"]
+    p50_ratios = {k: v["p50_ms"] / single["bare"]["p50_ms"] for k, v in single.items()}
+    p50_ratio = p50_ratios["platform-mock"]
     jobs = results["throughput"][0]
     vs_prism = jobs["platform-mock"]["rps"] / jobs["prism"]["rps"] if "prism" in jobs else None
     large = results["large_world"]
@@ -438,18 +444,19 @@ def report(results: dict, out: Path) -> None:
     lines += [f"{t:46} {m:>12}  {'yes' if ok else 'NO'}" for t, m, ok in targets]
     lines += ["", f"{'single connection (wrk -c1)':32} {'p50 ms':>8} {'x bare':>7}"]
     lines += [
-        f"{server:32} {single[server]['p50_ms']:8.3f} "
-        f"{single[server]['p50_ms'] / single['bare']['p50_ms']:7.1f}"
+        f"{server:32} {single[server]['p50_ms']:8.3f} {p50_ratios[server]:7.1f}"
         for server in SERVERS
         if server in single
     ]
-    floor = jobs.get("connexion-floor", {}).get("rps")
-    if floor and "prism" in jobs:
+    if "prism" in jobs:
+        prism_rps = jobs["prism"]["rps"]
+        flask_floor, async_floor = jobs["flaskapp-floor"]["rps"], jobs["asyncapp-floor"]["rps"]
         lines += [
             "",
-            f"GET job runs: the Connexion FlaskApp floor answers {floor:.0f} req/s, "
-            f"{floor / jobs['prism']['rps']:.2f}x Prism; the mock reaches "
-            f"{jobs['platform-mock']['rps'] / floor:.0%} of that floor.",
+            f"GET job runs: the FlaskApp floor answers {flask_floor:.0f} req/s "
+            f"({flask_floor / prism_rps:.2f}x Prism), the AsyncApp floor {async_floor:.0f} "
+            f"({async_floor / prism_rps:.2f}x Prism); the mock reaches "
+            f"{jobs['platform-mock']['rps'] / flask_floor:.0%} of its stack's floor.",
         ]
     text = "\n".join(lines)
     print(text)

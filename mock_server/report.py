@@ -51,8 +51,9 @@ class ContractReport:
                 self._keep(usage.parameters.setdefault(name, set()), values)
             if entry.violation:
                 usage.violation_count += 1
-                if len(usage.violations) < MAX_VIOLATIONS:
-                    usage.violations.append(
+                self._keep_violations(
+                    usage,
+                    [
                         {
                             "test": entry.test,
                             "request": f"{entry.method} {entry.path}",
@@ -63,13 +64,18 @@ class ContractReport:
                             "message": entry.message,
                             "details": entry.details,
                         }
-                    )
+                    ],
+                )
 
     @staticmethod
     def _keep(seen: set[str], values: list[str]) -> None:
         for value in values:
             if len(seen) < MAX_VALUES:
                 seen.add(value)
+
+    @staticmethod
+    def _keep_violations(usage: _Usage, violations: list[dict[str, Any]]) -> None:
+        usage.violations.extend(violations[: max(0, MAX_VIOLATIONS - len(usage.violations))])
 
     def absorb(self, other: dict[str, Any]) -> None:
         """Adds another report's figures (`to_dict()` of a pytest-xdist worker's) to this one."""
@@ -81,8 +87,7 @@ class ContractReport:
                 for name, values in theirs["parametersExercised"].items():
                     self._keep(usage.parameters.setdefault(name, set()), values)
                 usage.violation_count += theirs["violations"]
-                room = max(0, MAX_VIOLATIONS - len(usage.violations))
-                usage.violations.extend(theirs["violatingRequests"][:room])
+                self._keep_violations(usage, theirs["violatingRequests"])
 
     @property
     def violation_count(self) -> int:
