@@ -14,6 +14,7 @@ import time
 from typing import Any
 from urllib.parse import parse_qs
 
+import orjson
 from connexion.middleware.abstract import ROUTING_CONTEXT
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -45,13 +46,17 @@ def _query(scope: Scope) -> dict[str, list[str]]:
 
 
 def _body(raw: bytes) -> Any:
+    """The body as the journal keeps it: parsed if it is JSON the admin API can send back
+    (orjson refuses lone surrogates and integers past 64 bits), else as text."""
     if not raw:
         return None
     text = raw.decode("utf-8", errors="replace")
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        parsed = json.loads(text)
+        orjson.dumps(parsed)
+    except (ValueError, RecursionError, TypeError):
         return text
+    return parsed
 
 
 async def journaled(

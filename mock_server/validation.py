@@ -41,6 +41,7 @@ from connexion.validators import (
 from jsonschema import Draft4Validator, ValidationError
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
+from werkzeug.http import parse_options_header
 
 from mock_server import errors
 
@@ -272,6 +273,16 @@ def _unique_keys(pairs: list[tuple[str, t.Any]]) -> dict[str, t.Any]:
     return found
 
 
+def is_unicode(value: t.Any) -> bool:
+    """Whether every string in a parsed JSON value is Unicode text: `json` reads a `\\udfff`
+    escape as a lone surrogate, which no UTF-8 encoder (orjson's included) will write."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _not_json(constant: str) -> t.NoReturn:
     # Python's json module reads NaN and Infinity, which JSON does not have.
     raise ValueError(f"{constant} is not a JSON value")
@@ -342,10 +353,15 @@ class JSONBodyValidator(JSONRequestBodyValidator):
         except (UnicodeDecodeError, LookupError):
             raise _body_problem(f"is not valid {self._encoding} text") from None
         try:
-            return json.loads(text, parse_constant=_not_json, object_pairs_hook=_unique_keys)
+            body = json.loads(text, parse_constant=_not_json, object_pairs_hook=_unique_keys)
         except (ValueError, RecursionError) as exc:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise _body_problem(f"is not valid JSON: {reason}") from None
+        if not is_unicode(body):
+            raise _body_problem(
+                "is not valid JSON text: a \\u escape gives a lone surrogate, not a character"
+            )
+        return body
 
     def _validate(self, body: t.Any) -> None:
         details = violations(compiled(self._schema), body, "body")
@@ -355,6 +371,16 @@ class JSONBodyValidator(JSONRequestBodyValidator):
 
 class _CollectingOperation(RequestValidationOperation):
     """Connexion's request validation, reporting parameter and body violations together."""
+
+    def extract_content_type(self, headers: list[tuple[bytes, bytes]]) -> tuple[str, str]:
+        """The media type, lower-cased (`APPLICATION/JSON` is `application/json`), and the
+        charset, wherever the header's parameters put it (Connexion's parser misses
+        `; charset=...` with a space)."""
+        value = dict(headers).get(b"content-type")
+        if value is None:
+            return super().extract_content_type(headers)
+        mime_type, options = parse_options_header(value.decode("latin-1"))
+        return mime_type.lower(), options.get("charset", "utf-8").lower()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         operation = self._operation
@@ -373,7 +399,13 @@ class _CollectingOperation(RequestValidationOperation):
         self.validate_mime_type(mime_type)
         schema = operation.body_schema(mime_type)
         body_validator = self._validator_map["body"].get(mime_type) if schema else None
+        if body_validator is not None and encoding not in ("utf-8", "utf8"):
+            # JSON is UTF-8 (RFC 8259); read any other way, the handler would disagree.
+            raise errors.UnsupportedMediaType(
+                f"JSON request bodies are UTF-8; charset={encoding} is not supported"
+            )
         if body_validator is not None:
+            scope = _plain_content_type(scope, mime_type)
             validator = body_validator(
                 schema=schema,
                 required=operation.request_body.get("required", False),
@@ -388,6 +420,16 @@ class _CollectingOperation(RequestValidationOperation):
         if details:
             raise invalid_request(details)
         await self.next_app(scope, receive, send)
+
+
+def _plain_content_type(scope: Scope, mime_type: str) -> Scope:
+    """The scope with a Content-Type header, if it has one, reduced to the lower-case media
+    type: the handler's side reads a body as JSON only under exactly `application/json`."""
+    headers = scope["headers"]
+    if not any(name == b"content-type" for name, _ in headers):
+        return scope
+    kept = [(name, value) for name, value in headers if name != b"content-type"]
+    return {**scope, "headers": [*kept, (b"content-type", mime_type.encode())]}
 
 
 class _CollectingAPI(RequestValidationAPI):

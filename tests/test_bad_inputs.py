@@ -37,6 +37,7 @@ from mock_server.validation import MAX_BODY_BYTES
 from tests.conftest import CONTROL_PLANE, assert_error
 
 JSON = {"Content-Type": "application/json"}
+LATIN_1 = "application/json; charset=latin-1"
 KB10 = "a" * 10_000
 KB100 = "a" * 100_000
 DEEP = 10_000  # levels of nesting
@@ -202,6 +203,16 @@ def _common_body_rows(path: str) -> list:
         ("empty-body", Bad(method, path, 400, 40001, body, b"")),
         ("nan-is-not-json", Bad(method, path, 400, 40001, body, text[:-1] + ', "x": NaN}')),
         ("invalid-utf8", Bad(method, path, 400, 40001, body, _not_utf8(path))),
+        # Valid JSON grammar, but the escape names half a UTF-16 pair: no character at all.
+        ("lone-surrogate", Bad(method, path, 400, 40001, body, text[:-1] + ', "x": "\\udfff"}')),
+        (
+            "charset-latin-1",
+            Bad(method, path, 415, 41501, None, text, {"Content-Type": LATIN_1}),
+        ),
+        (
+            "charset-latin-1-no-space",
+            Bad(method, path, 415, 41501, None, text, {"Content-Type": LATIN_1.replace(" ", "")}),
+        ),
         (
             "content-type-text-plain",
             Bad(method, path, 415, 41501, None, text, {"Content-Type": "text/plain"}),

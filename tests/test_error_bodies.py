@@ -423,6 +423,22 @@ def test_body_sent_to_an_operation_without_body_is_ignored(client, calls, size):
     assert response.json()["data"]
 
 
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        pytest.param("APPLICATION/JSON", id="upper-case"),
+        pytest.param("Application/Json; charset=UTF-8", id="mixed-case-with-charset"),
+        pytest.param("application/json;charset=utf-8", id="charset-without-space"),
+    ],
+)
+def test_media_type_and_charset_are_case_insensitive(client, calls, content_type):
+    call = calls["list-secret-deployments"]
+    raw = httpx.Request("POST", "/", json=call.json).content
+    response = _raw_post(client, call.url, raw, **{"Content-Type": content_type})
+    assert response.status_code == 200, response.text
+    assert response.json()["pagination"]["total"] == len(call.json["secretIds"])
+
+
 def test_streamed_valid_body_is_read_not_reported_missing(client, calls):
     call = calls["list-secret-deployments"]
     raw = httpx.Request("POST", "/", json=call.json).content

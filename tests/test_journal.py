@@ -163,6 +163,22 @@ def test_client_leaving_mid_body_is_recorded_as_a_400_not_a_drop(server, mock, s
     assert entry is not None and (entry.status, entry.code) == (400, 40001)
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(b'{"secretIds": ["\\udfff"]}', id="lone-surrogate"),
+        pytest.param(b'{"secretIds": [' + b"9" * 30 + b"]}", id="integer-past-64-bits"),
+    ],
+)
+def test_journal_of_a_body_json_cannot_echo_stays_readable(admin, api, mock, raw):
+    api.post(DEPLOYMENTS, content=raw, headers={"Content-Type": "application/json"})
+
+    response = admin.get("/journal")
+
+    assert response.status_code == 200, response.text
+    assert response.json()["data"][-1]["body"] == raw.decode()
+
+
 def test_admin_requests_are_not_journaled(admin, api, mock):
     api.get(TOKENS)
     assert admin.get("/state").status_code == 200
