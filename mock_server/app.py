@@ -28,6 +28,7 @@ from connexion.middleware import ConnexionMiddleware, MiddlewarePosition
 from connexion.middleware.request_validation import (
     RequestValidationMiddleware as ConnexionRequestValidationMiddleware,
 )
+from connexion.middleware.routing import RoutingMiddleware as ConnexionRoutingMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
@@ -42,6 +43,7 @@ from mock_server.middleware import (
     ControlCharacterGuard,
     FaultInjection,
     RouteNotes,
+    RoutingMiddleware,
     journaled,
     notes,
 )
@@ -114,7 +116,10 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     app = connexion.FlaskApp(
         __name__,
         middlewares=[
-            RequestValidationMiddleware if m is ConnexionRequestValidationMiddleware else m
+            {
+                ConnexionRequestValidationMiddleware: RequestValidationMiddleware,
+                ConnexionRoutingMiddleware: RoutingMiddleware,
+            }.get(m, m)
             for m in ConnexionMiddleware.default_middlewares
         ],
         strict_validation=True,
@@ -129,7 +134,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     app.add_api(contract.spec(contract.CONTROL_PLANE_SPEC), base_path="")
     app.add_api(contract.spec(contract.GATEWAY_SPEC), base_path=mock.gateway_prefix)
     app.add_api(contract.spec(contract.ADMIN_SPEC), base_path=ADMIN_PREFIX)
-    app.add_middleware(ControlCharacterGuard, position=MiddlewarePosition.BEFORE_ROUTING)
+    app.add_middleware(ControlCharacterGuard, position=MiddlewarePosition.BEFORE_SWAGGER)
     app.add_middleware(RouteNotes, position=MiddlewarePosition.BEFORE_SECURITY)
     # After security and request validation: a faulty request is still a valid one.
     app.add_middleware(

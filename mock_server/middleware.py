@@ -1,4 +1,4 @@
-"""The mock's own ASGI layers: journaling, path and route guards, and fault injection.
+"""The mock's own ASGI layers: journaling, path and route guards, routing, fault injection.
 
 They talk to each other (and to the error handler) through a dict in the request scope's
 `extensions`, shared by every shallow copy Connexion makes of the scope: the route's path
@@ -15,8 +15,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
+from connexion.middleware import routing as connexion_routing
 from connexion.middleware.abstract import ROUTING_CONTEXT
 from starlette.datastructures import Headers
+from starlette.routing import Mount, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server import errors
@@ -146,6 +148,20 @@ class ControlCharacterGuard:
                 ],
             )
         await self.app(scope, receive, send)
+
+
+class RoutingMiddleware(connexion_routing.RoutingMiddleware):
+    """Connexion's routing without Starlette's slash redirects: `/secret-groups/{id}/` (or
+    `.../{id}%2F`) would get a 307 to the path without the slash, before authentication,
+    and a client following it would delete the group. No route of the contract ends in a
+    slash, so such a path matches nothing: a 404."""
+
+    def add_api(self, *args: Any, **kwargs: Any) -> None:
+        super().add_api(*args, **kwargs)
+        self.router.redirect_slashes = False
+        for route in self.router.routes:
+            if isinstance(route, Mount) and isinstance(route.app, Router):
+                route.app.redirect_slashes = False
 
 
 class RouteNotes:

@@ -256,6 +256,21 @@ def test_unknown_path_under_gateway_prefix_is_404_40401(client, server, path):
     platform_error(client.get(server.gateway_url + path), 404, 40401)
 
 
+@pytest.mark.parametrize(
+    "suffix",
+    [pytest.param("/", id="trailing-slash"), pytest.param("%2F", id="trailing-encoded-slash")],
+)
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_path_with_a_trailing_slash_is_404_not_a_redirect(client, store, calls, operation, suffix):
+    call = calls[operation]
+    before = _world(store)
+    response = client.request(
+        call.method, call.url + suffix, params=call.params, json=call.json, follow_redirects=False
+    )
+    platform_error(response, 404, 40401)
+    assert _world(store) == before
+
+
 def test_unknown_path_without_token_is_still_404(anonymous, server):
     platform_error(anonymous.get(server.url + CONTROL_PLANE + "/no-such-thing"), 404, 40401)
 
