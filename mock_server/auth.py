@@ -112,7 +112,7 @@ class Authenticator:
         """The claims of a token whose form, algorithm, signature and issuer check out."""
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.DecodeError as exc:
+        except jwt.InvalidTokenError as exc:  # unparsable, or a header PyJWT refuses (crit, kid)
             raise errors.MalformedToken(f"Bearer token is not a well-formed JWT: {exc}") from None
         if header.get("alg") != ALGORITHM:
             raise errors.BadTokenSignature(

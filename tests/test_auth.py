@@ -83,6 +83,18 @@ def test_malformed_token_is_401(anonymous, token):
     assert_error(_get(anonymous, f"Bearer {token}"), 401, 40102)
 
 
+@pytest.mark.parametrize(
+    "header",
+    [
+        pytest.param({"alg": "HS256", "crit": ["exp"]}, id="crit-extension"),
+        pytest.param({"alg": "HS256", "kid": 7}, id="kid-not-a-string"),
+    ],
+)
+def test_token_whose_header_the_jwt_library_refuses_is_401(anonymous, header):
+    token = f"{_b64(header)}.{_b64({'exp': 1})}.Z2FyYmFnZQ"
+    assert_error(_get(anonymous, f"Bearer {token}"), 401, 40102)
+
+
 def test_expired_token_is_401(anonymous, mock):
     now = int(mock.store.sources.clock.now().timestamp())
     body = assert_error(_get(anonymous, f"Bearer {_signed(mock, exp=now - 1)}"), 401, 40103)
