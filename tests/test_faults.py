@@ -325,6 +325,12 @@ def test_unknown_operation_is_refused(mock):
         pytest.param({"operationId": "deleteSecretGroup", "status": 201}, id="status-201"),
         pytest.param({"operationId": "listJobRuns", "status": 999}, id="status-999"),
         pytest.param({"operationId": "noSuchOperation", "status": 503}, id="unknown-operation"),
+        pytest.param(
+            {"operationId": "listJobRuns", "status": 503, "after": 2**53}, id="after-past-2^53-1"
+        ),
+        pytest.param(
+            {"operationId": "listJobRuns", "status": 503, "times": 2**64}, id="times-past-2^64"
+        ),
     ],
 )
 def test_admin_refuses_a_fault_the_contract_does_not_allow(admin, mock, body):
