@@ -16,7 +16,7 @@ warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testcli
 
 import uvicorn  # noqa: E402
 
-from mock_server import __version__  # noqa: E402
+from mock_server import __version__, errors  # noqa: E402
 from mock_server.app import CONTROL_PLANE_PREFIX, MockConfig, PlatformMock  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.server import bind, uvicorn_config  # noqa: E402
@@ -24,6 +24,10 @@ from mock_server.server import bind, uvicorn_config  # noqa: E402
 EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
 EXIT_CANNOT_BIND = 3
+NO_USER = (
+    "none: the world has no user (load fixtures with one; `platform-mock token` given the "
+    "same fixtures and seed prints its token)"
+)
 
 
 def _world_options(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +134,7 @@ def serve(args: argparse.Namespace) -> int:
     print(f"  control plane: {base}{CONTROL_PLANE_PREFIX}")
     print(f"  gateway:       {gateway}")
     print(f"  API docs:      {base}/docs/  and  {gateway}/docs/")
-    print(f"  token:         {mock.auth.dev_token()}")
+    print(f"  token:         {_user_token(mock) or NO_USER}")
     print(f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}/__admin)")
     if not _is_loopback(args.host):
         print(
@@ -153,9 +157,21 @@ def _finish(mock: PlatformMock, args: argparse.Namespace) -> int:
     return EXIT_VIOLATIONS if violations and args.fail_on_violation else 0
 
 
+def _user_token(mock: PlatformMock) -> str | None:
+    """The default user's token, or None in a world without users."""
+    try:
+        return mock.auth.dev_token()
+    except errors.MockFailure:  # the only failure of minting: there is no user to name
+        return None
+
+
 def token(args: argparse.Namespace) -> int:
-    auth = PlatformMock(_config(args)).auth
-    print(auth.admin_token() if args.admin else auth.dev_token())
+    mock = PlatformMock(_config(args))
+    minted = mock.auth.admin_token() if args.admin else _user_token(mock)
+    if minted is None:
+        print(f"platform-mock: {NO_USER}", file=sys.stderr)
+        return EXIT_BAD_FIXTURES
+    print(minted)
     return 0
 
 

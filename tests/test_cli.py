@@ -139,3 +139,30 @@ def test_invalid_fixture_names_file_line_and_field(tmp_path: Path):
     )
     assert result.returncode == 2
     assert f"{bad}:3: users[1]: 'email' is a required property" in result.stderr
+
+
+def test_empty_world_serves_and_takes_fixtures_through_the_admin_api():
+    process, urls = start("--port", "0", "--no-default-fixtures")
+    try:
+        admin = httpx.Client(
+            base_url=urls["control"].removesuffix("/api/svc/v1") + "/__admin",
+            headers={"Authorization": f"Bearer {urls['admin']}"},
+        )
+        loaded = admin.post("/fixtures", json={"users": [{"email": "dana@acme.example"}]})
+        assert loaded.status_code == 200, loaded.text
+        assert [u["email"] for u in admin.get("/state").json()["users"]] == ["dana@acme.example"]
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_token_command_in_a_world_without_users_exits_2_with_one_line():
+    result = subprocess.run(
+        [sys.executable, "-m", "mock_server", "token", "--no-default-fixtures"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("platform-mock: none: the world has no user")
+    assert "Traceback" not in result.stderr
