@@ -40,8 +40,8 @@ from mock_server.faults import Faults
 from mock_server.handlers.context import EXTENSION
 from mock_server.journal import Journal
 from mock_server.middleware import (
-    ControlCharacterGuard,
     FaultInjection,
+    PathGuard,
     RouteNotes,
     RoutingMiddleware,
     journaled,
@@ -134,7 +134,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     app.add_api(contract.spec(contract.CONTROL_PLANE_SPEC), base_path="")
     app.add_api(contract.spec(contract.GATEWAY_SPEC), base_path=mock.gateway_prefix)
     app.add_api(contract.spec(contract.ADMIN_SPEC), base_path=ADMIN_PREFIX)
-    app.add_middleware(ControlCharacterGuard, position=MiddlewarePosition.BEFORE_SWAGGER)
+    app.add_middleware(PathGuard, position=MiddlewarePosition.BEFORE_SWAGGER)
     app.add_middleware(RouteNotes, position=MiddlewarePosition.BEFORE_SECURITY)
     # After security and request validation: a faulty request is still a valid one.
     app.add_middleware(

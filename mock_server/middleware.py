@@ -12,7 +12,7 @@ import json
 import re
 import time
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_to_bytes
 
 import orjson
 from connexion.middleware import routing as connexion_routing
@@ -130,24 +130,36 @@ async def journaled(
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class ControlCharacterGuard:
-    """Refuses a path with a control character before routing: no path parameter of the
-    contract admits one, and the two routers below (Starlette's, then Flask's) disagree on
-    them, e.g. on a trailing line feed."""
+class PathGuard:
+    """Refuses, before routing, a path no parameter of the contract admits: one with a
+    control character (the two routers below, Starlette's then Flask's, disagree on them,
+    e.g. on a trailing line feed), or whose percent-escapes are not UTF-8 (the server would
+    read them as U+FFFD, so `%FF` and `%C0%AF` would name the same token)."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and _CONTROL.search(scope["path"]):
-            raise errors.InvalidRequest(
-                "Request does not conform to the API contract: the path contains a control "
-                "character",
-                details=[
-                    {"location": "path", "field": "", "message": "contains a control character"}
-                ],
-            )
+        if scope["type"] == "http":
+            problem = _path_problem(scope)
+            if problem:
+                raise errors.InvalidRequest(
+                    f"Request does not conform to the API contract: the path {problem}",
+                    details=[{"location": "path", "field": "", "message": problem}],
+                )
         await self.app(scope, receive, send)
+
+
+def _path_problem(scope: Scope) -> str | None:
+    if _CONTROL.search(scope["path"]):
+        return "contains a control character"
+    raw = scope.get("raw_path")
+    if raw is not None:
+        try:
+            unquote_to_bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            return "is not UTF-8 once its %-escapes are decoded"
+    return None
 
 
 class RoutingMiddleware(connexion_routing.RoutingMiddleware):

@@ -401,11 +401,16 @@ QUERY_ROWS = [
     _query("runs", "order-twice", f"{RUNS}?order=asc&order=desc", where="order"),
     _query("runs", "unknown-parameter", f"{RUNS}?page=2", where="page"),
     _query("runs", "unknown-parameter-invalid-percent-encoding", f"{RUNS}?%zz=1", where="%zz"),
-    # A path parameter admits no control character (the contract's pattern): refused as a
-    # whole before routing. 10 kB make a well-formed id of no job.
+    # A path parameter admits no control character (the contract's pattern), and a path is
+    # UTF-8: refused as a whole before routing. 10 kB make a well-formed id of no job.
     _query("runs", "job-id-with-nul", "/jobs/@trainer@%00/runs", where="", location="path"),
     _query("runs", "job-id-with-line-feed", "/jobs/@trainer@%0A/runs", where="", location="path"),
     _query("token", "name-with-nul", "/personal-access-tokens/ci%00", where="", location="path"),
+    # Escapes that are not UTF-8 would be read as U+FFFD, so two names would be one token.
+    _query("token", "name-not-utf8", "/personal-access-tokens/%FF%FE", where="", location="path"),
+    _query(
+        "token", "name-overlong-utf8", "/personal-access-tokens/%C0%AF", where="", location="path"
+    ),
     _query("runs", "job-id-10kb", f"/jobs/{KB10}/runs", 404, 40406),
     # The router matches the decoded path, so a `/` in a path parameter is a separator even
     # when sent as %2F (documented in the README): such a path matches no route (40401) and
