@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 ADMIN_PREFIX = "/__admin"
 CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
+API_ROOT = "/api/"  # where the platform's API lives, whatever its version
 
 
 @dataclass
@@ -93,10 +94,17 @@ class PlatformMock:
         self.faults.clear()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
-        if scope["type"] != "http" or scope["path"].startswith(ADMIN_PREFIX):
-            await self.app(scope, receive, send)
-            return None
-        return await journaled(self.app, self.journal, scope, receive, send)
+        if scope["type"] == "http" and self.is_platform_path(scope["path"]):
+            return await journaled(self.app, self.journal, scope, receive, send)
+        await self.app(scope, receive, send)
+        return None
+
+    def is_platform_path(self, path: str) -> bool:
+        """Whether a request is one for the platform's API, to journal and report: under
+        `/api/` or the gateway's prefix. The API docs, the admin API, a browser's favicon or
+        a readiness probe are answered but are not a client's use of the contract."""
+        gateway = self.gateway_prefix
+        return path.startswith(API_ROOT) or path == gateway or path.startswith(gateway + "/")
 
 
 class _CompactJSON:

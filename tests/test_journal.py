@@ -121,6 +121,34 @@ def test_unknown_path_is_recorded_without_operation(api, mock):
     assert (entry.operation_id, entry.status, entry.code) == (None, 404, 40401)
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/favicon.ico", id="browser-favicon"),
+        pytest.param("/health", id="readiness-probe"),
+        pytest.param("/docs/", id="api-docs"),
+    ],
+)
+def test_request_outside_the_api_is_answered_but_not_recorded(server, mock, path):
+    response = httpx.get(server.url + path)
+
+    assert response.status_code in (200, 404)
+    assert mock.journal.last is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/api/svc/v2/jobs", id="another-api-version"),
+        pytest.param("/gateway/no-such-thing", id="under-the-gateway-prefix"),
+    ],
+)
+def test_unknown_path_of_the_api_is_recorded(server, mock, path):
+    httpx.get(server.url + path)
+
+    assert (mock.journal.last.path, mock.journal.last.code) == (path, 40401)
+
+
 def test_wrong_method_is_recorded_as_405(api, mock):
     assert_error(api.post(TOKENS), 405, 40501)
 
