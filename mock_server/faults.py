@@ -206,10 +206,13 @@ class Faults:
         if not wanted:
             return None
         try:
+            for key, value in wanted.items():
+                if not value.isdigit():
+                    raise FaultRefused(f"{key}={value!r} is not a whole number")
             status = int(wanted["code"]) if "code" in wanted else None
             delay = int(wanted.get("delay", "0"))
             self._check(operation_id, status, delay)
-        except (ValueError, FaultRefused) as exc:
+        except FaultRefused as exc:
             raise errors.InvalidFaultRequest(
                 f"Prefer header asks for a fault the contract does not allow: {exc}",
                 details=[{"location": "header", "field": "Prefer", "message": str(exc)}],

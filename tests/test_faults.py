@@ -390,6 +390,23 @@ def test_prefer_undocumented_code_is_400_and_changes_nothing(api, store):
     assert later.json()["created"] is True
 
 
+@pytest.mark.parametrize(
+    "prefer",
+    [
+        pytest.param("code=abc", id="code-not-a-number"),
+        pytest.param("code=503, delay=-5", id="negative-delay"),
+        pytest.param("delay=1.5", id="delay-not-whole"),
+    ],
+)
+def test_prefer_value_that_is_not_a_whole_number_is_400_in_plain_words(api, store, prefer):
+    response = api.get("/personal-access-tokens/prefer-probe", headers={"Prefer": prefer})
+
+    body = assert_error(response, 400, 40005)
+    assert "is not a whole number" in body["message"]
+    assert "invalid literal" not in body["message"]
+    assert (store.identity.default_user().id, "prefer-probe") not in store.world.tokens
+
+
 def test_prefer_code_applies_to_that_request_only(call):
     assert call("listJobRuns", headers={"Prefer": "code=503"}).status_code == 503
     assert call("listJobRuns").status_code == 200
