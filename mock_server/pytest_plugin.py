@@ -245,11 +245,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if report is None:
         return
     path = _report_path(config)
-    if path is not None or config.getoption("--platform-mock-fail-on-violation"):
+    fail_on_violation = config.getoption("--platform-mock-fail-on-violation")
+    if path is not None or fail_on_violation:
         terminalreporter.section("platform mock contract report")
         terminalreporter.write(report.text())
         if path is not None:
             terminalreporter.write_line(f"written to {path} and {path.with_suffix('.txt')}")
+        if fail_on_violation and report.violation_count:
+            terminalreporter.write_line(
+                f"the session fails: {report.violation_count} request(s) broke the contract "
+                "(--platform-mock-fail-on-violation)",
+                red=True,
+            )
     elif report.violation_count:
         terminalreporter.write_line(
             f"platform mock: {report.violation_count} request(s) broke the contract "

@@ -435,6 +435,7 @@ def test_fail_on_violation_fails_a_session_whose_tests_pass(pytester):
     run = contract_session(pytester, "--platform-mock-fail-on-violation")
     run.result.assert_outcomes(passed=2)
     assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    run.result.stdout.fnmatch_lines(["the session fails: 1 request(s) broke the contract*"])
 
 
 def test_fail_on_violation_passes_a_session_that_kept_the_contract(pytester):
