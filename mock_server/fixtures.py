@@ -22,6 +22,7 @@ from mock_server import contract, errors
 from mock_server.resources import package_file
 from mock_server.state.entities import Application, Caller, SecretGroup, Subject
 from mock_server.state.sources import from_epoch_ms, iso, parse_iso
+from mock_server.state.store import IdTaken
 from mock_server.validation import compiled, field_path, summary, violations
 
 if TYPE_CHECKING:
@@ -139,7 +140,28 @@ def apply_document(store: Store, fixture: Fixture) -> None:
             except (ValueError, KeyError, errors.PlatformError) as exc:
                 message = exc.message if isinstance(exc, errors.PlatformError) else str(exc)
                 path = (section,) if single else (section, index)
+                if isinstance(exc, IdTaken):
+                    path += _id_field(record, exc.id)
                 raise FixtureError(f"{fixture.where(path)}: {message}") from None
+
+
+def _id_field(record: Any, taken: str) -> tuple[Any, ...]:
+    """Where in a record a taken id is given (`id`, `artifactId`, ... at any depth, manifests
+    aside): its last place, as an earlier one in the same record may be what took it."""
+    found: tuple[Any, ...] = ()
+
+    def walk(value: Any, path: tuple[Any, ...]) -> None:
+        nonlocal found
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if item == taken and isinstance(key, str) and (key == "id" or key.endswith("Id")):
+                found = (*path, key)
+            elif isinstance(item, dict | list) and key != "manifest":
+                walk(item, (*path, key))
+
+    if isinstance(record, dict):
+        walk(record, ())
+    return found
 
 
 def _split_ref(ref: str) -> tuple[str, str]:

@@ -291,6 +291,156 @@ def test_invalid_fixture_is_400_with_details_and_changes_nothing(admin, store, d
     assert store.identity.find_subject("user", DANA) is None
 
 
+def _held(type_: str, name: str):
+    """The id of a default-world record, read from the store (it depends on the seed)."""
+
+    def held(store) -> str:
+        identity = store.identity
+        if type_ in ("user", "team"):
+            return identity.subject_named(type_, name).id
+        return identity.resource_named(type_, name).id
+
+    return held
+
+
+ALICE = "user 'alice@acme.example'"
+SECTION_RECORDS = {
+    "users": {"email": DANA},
+    "teams": {"name": "new-team"},
+    "clusters": {"name": "new-cluster"},
+    "workspaces": {"name": "new-workspace", "cluster": "prod-cluster"},
+    "secretGroups": {"name": "new-keys", "integration": {"fqn": "acme:aws:secrets-manager"}},
+    "mlRepos": {"name": "new-repo"},
+}
+
+
+@pytest.mark.parametrize(
+    ("section", "held", "holder"),
+    [
+        pytest.param("users", _held("user", "alice@acme.example"), ALICE, id="user"),
+        pytest.param("teams", _held("team", "ml-platform"), "team 'ml-platform'", id="team"),
+        pytest.param(
+            "clusters", _held("cluster", "prod-cluster"), "cluster 'prod-cluster'", id="cluster"
+        ),
+        pytest.param(
+            "workspaces", _held("workspace", "ml-team"), "workspace 'ml-team'", id="workspace"
+        ),
+        pytest.param(
+            "secretGroups",
+            _held("secret-group", "llm-keys"),
+            "secret-group 'llm-keys'",
+            id="secret-group",
+        ),
+        pytest.param(
+            "mlRepos", _held("mlf-project", "demo-repo"), "mlf-project 'demo-repo'", id="ml-repo"
+        ),
+        pytest.param("clusters", _held("user", "alice@acme.example"), ALICE, id="other-kind"),
+        pytest.param("mlRepos", _held("tenant", "acme"), "tenant 'acme'", id="tenant-id"),
+    ],
+)
+def test_fixture_giving_an_id_the_world_holds_is_400_and_changes_nothing(
+    admin, store, section, held, holder
+):
+    before = _state(admin)
+    taken = held(store)
+    document = {section: [{**SECTION_RECORDS[section], "id": taken}]}
+
+    body = assert_error(admin.post("/fixtures", json=document), 400, 40001)
+
+    assert f"{section}[0].id: id {taken!r} is already taken by {holder}" in body["message"]
+    assert _state(admin) == before
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        pytest.param(
+            {"users": [{"email": DANA, "id": "x-1"}, {"email": "eve@acme.example", "id": "x-1"}]},
+            "users[1].id",
+            id="same-section",
+        ),
+        pytest.param(
+            {"users": [{"email": DANA, "id": "x-1"}], "clusters": [{"name": "c9", "id": "x-1"}]},
+            "clusters[0].id",
+            id="other-section",
+        ),
+        pytest.param(
+            {
+                "applications": [
+                    {
+                        "name": "nightly",
+                        "type": "job",
+                        "workspace": "ml-team",
+                        "deployments": [
+                            {"manifest": {}, "id": "x-1"},
+                            {"manifest": {}, "id": "x-1"},
+                        ],
+                    }
+                ]
+            },
+            "applications[0].deployments[1].id",
+            id="nested-records",
+        ),
+        pytest.param(
+            {
+                "secretGroups": [
+                    {
+                        "name": "new-keys",
+                        "id": "x-1",
+                        "integration": {"fqn": "acme:aws:secrets-manager"},
+                        "secrets": [{"key": "K", "id": "x-1"}],
+                    }
+                ]
+            },
+            "secretGroups[0].secrets[0].id",
+            id="record-and-its-part",
+        ),
+    ],
+)
+def test_fixture_giving_one_id_twice_is_400_and_changes_nothing(admin, document, field):
+    before = _state(admin)
+
+    body = assert_error(admin.post("/fixtures", json=document), 400, 40001)
+
+    assert f"request body: {field}: id 'x-1' is already taken by" in body["message"]
+    assert _state(admin) == before
+
+
+def test_refused_fixture_with_alices_id_leaves_the_default_token_hers(admin, api, store):
+    alice = store.identity.subject_named("user", "alice@acme.example")
+    document = {"users": [{"email": "x@y", "id": alice.id}]}
+    assert_error(admin.post("/fixtures", json=document), 400, 40001)
+
+    response = api.get("/personal-access-tokens/ci")
+
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["createdBySubject"]["subjectSlug"] == "alice"
+
+
+def test_state_loaded_into_the_world_it_came_from_is_400(admin):
+    state = _state(admin)
+
+    body = assert_error(admin.post("/fixtures", json=copy.deepcopy(state)), 400, 40001)
+
+    assert "tenant.id" in body["message"]
+    assert _state(admin) == state
+
+
+def test_id_of_a_deleted_secret_group_can_be_given_again(admin, api, store):
+    group_id = store.secrets.group_named("llm-keys").resource.id
+    assert api.delete(f"/secret-groups/{group_id}").status_code == 200
+    document = {
+        "secretGroups": [
+            {"name": "new-keys", "id": group_id, "integration": {"fqn": "acme:aws:secrets-manager"}}
+        ]
+    }
+
+    response = admin.post("/fixtures", json=document)
+
+    assert response.status_code == 200, response.text
+    assert store.secrets.group_named("new-keys").resource.id == group_id
+
+
 def test_fixture_body_that_is_not_an_object_is_400(admin):
     before = _state(admin)
     assert_error(admin.post("/fixtures", json=[DANA_DOCUMENT]), 400, 40001)

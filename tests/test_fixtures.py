@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.fixtures import FixtureError, check, default_fixtures, dump, parse
+from mock_server.fixtures import FixtureError, check, default_fixtures, dump, load, parse
 from mock_server.state import Store
 from mock_server.state.jobs import ENDED, RUN_STATUSES
+from mock_server.state.sources import Sources
 
 WORLD = """\
 tenant: acme
@@ -221,3 +222,77 @@ def test_reloaded_dump_answers_the_api_alike(api, store):
     assert caller is not None
     again = copy.tokens.get_or_create(caller, "ci", None)
     assert again["data"] == api.get("/personal-access-tokens/ci").json()["data"]
+
+
+# -- ids: a given id is one no other entity of the world holds -----------------------------------
+
+
+WORLD_WITH_IDS = WORLD.replace(
+    "  - email: ada@acme.example\n", "  - email: ada@acme.example\n    id: u-1\n"
+)
+RUN = "{id: r-1, status: RUNNING, createdAt: '2025-01-01T00:00:00Z'}"
+
+
+@pytest.mark.parametrize(
+    ("texts", "expected"),
+    [
+        pytest.param(
+            [WORLD_WITH_IDS + "agents:\n  - name: a\n    id: u-1\n"],
+            "doc0.yaml:21: agents[0].id: id 'u-1' is already taken by user 'ada@acme.example'",
+            id="same-document",
+        ),
+        pytest.param(
+            [WORLD_WITH_IDS, "teams:\n  - name: t\n    id: u-1\n"],
+            "doc1.yaml:3: teams[0].id: id 'u-1' is already taken by user 'ada@acme.example'",
+            id="later-document",
+        ),
+        pytest.param(
+            [WORLD + f"    runs:\n      - {RUN}\n      - {RUN}\n"],
+            "doc0.yaml:20: applications[0].runs[1].id: id 'r-1' is already taken by job run",
+            id="nested-records",
+        ),
+    ],
+)
+def test_taken_id_names_file_line_and_field(texts, expected):
+    with pytest.raises(FixtureError) as raised:
+        store_of(*texts)
+    assert expected in str(raised.value)
+
+
+def _load_into_default_world(path: Path) -> None:
+    PlatformMock(MockConfig(fixtures=[path]))
+
+
+def _reset_with_extra(path: Path) -> None:
+    PlatformMock(MockConfig()).reset(extra=[load(path)])
+
+
+@pytest.mark.parametrize(
+    "load_file",
+    [
+        pytest.param(_load_into_default_world, id="fixtures-option"),
+        pytest.param(_reset_with_extra, id="marker"),
+    ],
+)
+def test_fixture_file_giving_a_default_id_is_refused(tmp_path: Path, load_file):
+    alice = Store(0, default_fixtures()).identity.default_user()
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(f"users:\n  - email: x@y\n    id: {alice.id}\n")
+
+    with pytest.raises(FixtureError) as raised:
+        load_file(extra)
+
+    assert f"{extra}:3: users[0].id: id {alice.id!r} is already taken by user " in str(raised.value)
+
+
+def test_fresh_id_never_repeats_a_given_one():
+    sources = Sources(0)
+    sources.new_id("tenant")
+    next_user_id = sources.new_id("user")  # what the seed gives the first user without an id
+    text = f"tenant: acme\nusers:\n  - {{email: bea@acme.example, id: {next_user_id}}}\n"
+    store = store_of(text + "  - email: ada@acme.example\n")
+
+    bea = store.identity.subject_named("user", "bea@acme.example")
+    ada = store.identity.subject_named("user", "ada@acme.example")
+    assert bea.id == next_user_id
+    assert ada.id != next_user_id

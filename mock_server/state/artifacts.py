@@ -71,19 +71,21 @@ class Artifacts(Area):
         # Every check has passed: from here on the change is applied whole.
         self.store.tick()
         if artifact is None:
+            fqn = f"{type_.removesuffix('-version')}:{repo.resource.fqn}/{name}"
             artifact = Artifact(
-                id=artifact_id or self.sources.new_id("artifact"),
+                id=self.new_id(f"artifact {fqn!r}", artifact_id, "artifact"),
                 ml_repo_id=repo.resource.id,
                 name=name,
                 type=type_,
-                fqn=f"{type_.removesuffix('-version')}:{repo.resource.fqn}/{name}",
+                fqn=fqn,
             )
             self.world.artifacts[artifact.id] = artifact
+        fqn = f"{artifact.fqn}:{number}"
         version = ArtifactVersion(
-            id=version_id or self.sources.new_id("artifact-version"),
+            id=self.new_id(f"artifact version {fqn!r}", version_id, "artifact-version"),
             artifact_id=artifact.id,
             version=number,
-            fqn=f"{artifact.fqn}:{number}",
+            fqn=fqn,
             storage_root=f"{repo.storage_root}/{KIND_FOLDERS[type_]}/{name}/{number}/",
             manifest={**copy.deepcopy(manifest), "version": number},
             created_at=created_at or self.sources.clock.now(),

@@ -59,11 +59,12 @@ class Deployments(Area):
             for a in self.world.applications.values()
         ):
             raise ValueError(f"application {name!r} already exists in workspace {workspace_name!r}")
+        fqn = f"{workspace.fqn}:{name}"
         application = Application(
-            id=application_id or self.sources.new_id("app"),
+            id=self.new_id(f"application {fqn!r}", application_id, "app"),
             name=name,
             type=type_,
-            fqn=f"{workspace.fqn}:{name}",
+            fqn=fqn,
             workspace_id=workspace.id,
             application_set_id=application_set_id or self.sources.new_id("appset"),
             created_by=created_by,
@@ -85,15 +86,18 @@ class Deployments(Area):
     ) -> Deployment:
         version = max(application.deployment_ids, default=0) + 1
         manifest = {"name": application.name, "type": application.type, **copy.deepcopy(manifest)}
+        fqn = f"{application.fqn}:{version}"
         deployment = Deployment(
-            id=deployment_id or self.sources.new_id("deployment"),
+            id=self.new_id(f"deployment {fqn!r}", deployment_id, "deployment"),
             application_id=application.id,
             version=version,
-            fqn=f"{application.fqn}:{version}",
+            fqn=fqn,
             manifest=manifest,
             created_by=application.created_by,
             created_at=created_at or self.sources.clock.now(),
-            status_id=status_id or self.sources.new_id("deployment-status"),
+            status_id=self.new_id(
+                f"the status of deployment {fqn!r}", status_id, "deployment-status"
+            ),
             secret_fqns=referenced_secrets(manifest),
         )
         self.world.deployments[deployment.id] = deployment

@@ -34,9 +34,9 @@ class Gateway(Area):
         if status not in RESPONSE_STATUSES:
             raise ValueError(f"unknown response status {status!r}")
         faker, rng = self.sources.faker, self.sources.random
-        response_id = response_id or f"resp_{self.sources.hex(32)}"
-        if response_id in self.world.model_responses:
-            raise ValueError(f"model response {response_id!r} already exists")
+        response_id = self.claim_id(
+            "a model response", response_id, lambda: f"resp_{self.sources.hex(32)}"
+        )
         has_output = status in ("completed", "incomplete")
         text = text if text is not None else (faker.paragraph(nb_sentences=3) if has_output else "")
         input_tokens = rng.randint(12, 400)
@@ -101,8 +101,7 @@ class Gateway(Area):
     @locked
     def add_stored(self, response: dict[str, Any]) -> dict[str, Any]:
         """Store a complete response object as given (checked by the fixture loader)."""
-        if response["id"] in self.world.model_responses:
-            raise ValueError(f"model response {response['id']!r} already exists")
+        self.claim_id("a model response", response["id"])
         self.world.model_responses[response["id"]] = copy.deepcopy(response)
         return response
 

@@ -65,7 +65,9 @@ class Identity(Area):
     # -- building the world (fixtures) ---------------------------------------------------
     @locked
     def set_tenant(self, name: str, *, tenant_id: str | None = None) -> Resource:
-        tenant = Resource("tenant", tenant_id or self.sources.new_id("tenant"), name, name)
+        tenant = Resource(
+            "tenant", self.new_id(f"tenant {name!r}", tenant_id, "tenant"), name, name
+        )
         self.world.tenant = tenant
         self.world.resources[("tenant", tenant.id)] = tenant
         return tenant
@@ -92,18 +94,19 @@ class Identity(Area):
         if self.find_subject(type_, name) is not None:
             raise ValueError(f"{type_} {name!r} already exists")
         slug = slug or re.sub(r"[^a-z0-9-]", "-", name.split("@")[0].lower())
+        member_ids = [self.subject_named("user", m).id for m in members or []]
         subject = Subject(
             type=type_,
-            id=subject_id or self.sources.new_id(type_),
+            id=self.new_id(f"{type_} {name!r}", subject_id, type_),
             name=name,
             slug=slug,
             display_name=display_name or name,
-            members=[self.subject_named("user", m).id for m in members or []],
+            members=member_ids,
         )
         self.world.subjects[(type_, subject.id)] = subject
         if type_ == "agent":
-            # Agents are also resources that grants can name.
-            self.add_resource("agent", name, resource_id=subject.id)
+            # Agents are also resources that grants can name: the same entity, the same id.
+            self._put_resource("agent", name, None, subject.id)
         return subject
 
     def find_subject(self, type_: str, name: str) -> Subject | None:
@@ -143,12 +146,12 @@ class Identity(Area):
             raise ValueError(f"unknown resource type {type_!r}")
         if self.find_resource(type_, name) is not None:
             raise ValueError(f"{type_} {name!r} already exists")
-        resource = Resource(
-            type_,
-            resource_id or self.sources.new_id(type_),
-            name,
-            fqn or f"{self.tenant.name}:{name}",
+        return self._put_resource(
+            type_, name, fqn, self.new_id(f"{type_} {name!r}", resource_id, type_)
         )
+
+    def _put_resource(self, type_: str, name: str, fqn: str | None, resource_id: str) -> Resource:
+        resource = Resource(type_, resource_id, name, fqn or f"{self.tenant.name}:{name}")
         self.world.resources[(type_, resource.id)] = resource
         return resource
 
@@ -173,6 +176,7 @@ class Identity(Area):
     def remove_resource(self, resource: Resource) -> None:
         """Forget a resource and every grant on it (the caller holds the lock)."""
         self.world.resources.pop((resource.type, resource.id), None)
+        self.release_ids(resource.id)
         self.world.grants = [
             g
             for g in self.world.grants

@@ -78,9 +78,11 @@ class Jobs(Area):
             raise ValueError(f"{application.name} has no deployment version {version}")
         deployment = self.world.deployments[application.deployment_ids[version]]
         start = epoch_ms(created_at)
+        # Faker draws from its own generator: naming the run first leaves the ids as they were.
+        name = name or f"{application.name}-{self.sources.faker.unique.lexify('?????').lower()}"
         run = JobRun(
-            id=run_id or self.sources.new_id("run"),
-            name=name or f"{application.name}-{self.sources.faker.unique.lexify('?????').lower()}",
+            id=self.new_id(f"job run {name!r} of {application.fqn!r}", run_id, "run"),
+            name=name,
             application=application,
             deployment_id=deployment.id,
             deployment_version=version,

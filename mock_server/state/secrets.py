@@ -32,17 +32,17 @@ class Secrets(Area):
     ) -> Secret:
         if any(s.key == key for s in group.secrets.values()):
             raise ValueError(f"secret {key!r} already exists in group {group.resource.name!r}")
+        fqn = f"{group.resource.fqn}:{key}"
         secret = Secret(
-            id=secret_id or self.sources.new_id("secret"),
+            id=self.new_id(f"secret {fqn!r}", secret_id, "secret"),
             key=key,
-            fqn=f"{group.resource.fqn}:{key}",
+            fqn=fqn,
             group_id=group.resource.id,
         )
         for number, value in enumerate(values, start=1):
+            version_id = self.new_id(f"version {number} of secret {fqn!r}", None, "secret-version")
             secret.versions.append(
-                SecretVersion(
-                    self.sources.new_id("secret-version"), number, value, self.sources.clock.now()
-                )
+                SecretVersion(version_id, number, value, self.sources.clock.now())
             )
         group.secrets[secret.id] = secret
         return secret
@@ -74,5 +74,9 @@ class Secrets(Area):
                 "is faulty or unavailable; retry with forceDelete=true to delete anyway"
             )
         del self.world.secret_groups[group_id]
+        self.release_ids(
+            *(s.id for s in group.secrets.values()),
+            *(v.id for s in group.secrets.values() for v in s.versions),
+        )
         self.store.identity.remove_resource(group.resource)
         self.store.tick()

@@ -59,6 +59,16 @@ class World:
     tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
     model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
+    # Every id an entity of the world holds, whatever its kind, and what holds it.
+    ids: dict[str, str] = field(default_factory=dict)
+
+
+class IdTaken(ValueError):
+    """An id given for a new entity that an entity of the world already holds."""
+
+    def __init__(self, id_: str, holder: str):
+        super().__init__(f"id {id_!r} is already taken by {holder}")
+        self.id = id_
 
 
 P = ParamSpec("P")
@@ -89,6 +99,34 @@ class Area:
     @property
     def sources(self) -> Sources:
         return self.store.sources
+
+    def claim_id(
+        self, holder: str, given: str | None, fresh: Callable[[], str] | None = None
+    ) -> str:
+        """The id of a new entity (`holder` names it in errors): the given one, refused when
+        any entity of the world, of whatever kind, already holds it; else a fresh one (drawn
+        again if taken). The caller holds the lock."""
+        ids = self.world.ids
+        if given is not None:
+            if given in ids:
+                raise IdTaken(given, ids[given])
+            new = given
+        else:
+            assert fresh is not None, "an entity needs a given or a fresh id"
+            new = fresh()
+            while new in ids:
+                new = fresh()
+        ids[new] = holder
+        return new
+
+    def new_id(self, holder: str, given: str | None, prefix: str) -> str:
+        """`claim_id` with a fresh id of the seed (`prefix-` and 16 hex digits)."""
+        return self.claim_id(holder, given, lambda: self.sources.new_id(prefix))
+
+    def release_ids(self, *ids: str) -> None:
+        """Free the ids of entities removed from the world."""
+        for id_ in ids:
+            self.world.ids.pop(id_, None)
 
 
 class Store:

@@ -53,8 +53,9 @@ class Tokens(Area):
         self.store.tick()
         now = created_at or self.sources.clock.now()
         expiry = now + TOKEN_LIFETIME
-        token_id = token_id or self.sources.new_id("pat")
-        jwt_id = jwt_id or self.sources.new_id("jti")
+        holder = f"personal access token {name!r} of {owner.type} {owner.name!r}"
+        token_id = self.new_id(holder, token_id, "pat")
+        jwt_id = self.new_id(f"the JWT of {holder}", jwt_id, "jti")
         tenant = identity.tenant
         owned_by = {"account": tenant.name} | ({"team": team_name} if team_name else {})
         record = {
