@@ -79,7 +79,7 @@ class PlatformMock:
         documents += [fixtures.load(path) for path in self.config.fixtures]
         self.store = Store(self.config.seed, documents, self.config.signing_key)
         self.auth = Authenticator(self.store)
-        self.journal = Journal()
+        self.journal = Journal(operations=contract.operations())
         self.faults = Faults(contract.operations())
         self.report = ContractReport(contract.operations())
         self.journal.observers.append(self.report.add)

@@ -102,6 +102,7 @@ class Faults:
 
     def __init__(self, operations: dict[str, Operation]):
         self._documented = {op_id: op.statuses for op_id, op in operations.items()}
+        self._parameters = {op_id: op.parameters for op_id, op in operations.items()}
         self._lock = threading.Lock()
         self._rules: list[Fault] = []
         self._next = 0
@@ -138,6 +139,12 @@ class Faults:
             raise FaultRefused("a dropped connection has no status")
         if times is not None and times < 1:
             raise FaultRefused("times must be at least 1, or None for always")
+        unknown = sorted(set(match or {}) - set(self._parameters[operation_id]))
+        if unknown:  # a rule that could never apply
+            raise FaultRefused(
+                f"{operation_id} has no parameter {', '.join(map(repr, unknown))} to match; "
+                f"its parameters: {', '.join(self._parameters[operation_id]) or 'none'}"
+            )
         with self._lock:
             self._next += 1
             rule = Fault(

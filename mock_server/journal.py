@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mock_server.contract import Operation
 
 # Error codes that mean the request itself broke the contract: wrong shape, unknown route or
 # method, no usable bearer token, unsupported body.
@@ -82,7 +85,12 @@ class Entry:
 class Journal:
     """The ordered, thread-safe record of one mock's requests."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(
+        self, max_entries: int = MAX_ENTRIES, operations: Mapping[str, Operation] | None = None
+    ) -> None:
+        # With the contract's operations, a query naming an operation or a parameter the
+        # contract does not have is a mistake in the test, not a question with answer "none".
+        self._operations = operations
         self._lock = threading.Lock()
         self._entries: deque[Entry] = deque(maxlen=max_entries)
         self._seq = 0
@@ -124,7 +132,9 @@ class Journal:
     def calls(
         self, operation_id: str | None = None, *, status: int | None = None, **params: Any
     ) -> list[Entry]:
-        """The entries of an operation (all if None), with that status and those parameters."""
+        """The entries of an operation (all if None), with that status and those parameters.
+        Raises ValueError for an operation or parameter the contract does not have."""
+        self._check_names(operation_id, params)
         return [
             e
             for e in self
@@ -154,6 +164,22 @@ class Journal:
             f"expected {wanted} {expected}, found {len(found)}.\n"
             + self._closest(operation_id, status, params)
         )
+
+    def _check_names(self, operation_id: str | None, params: dict[str, Any]) -> None:
+        if self._operations is None or operation_id is None:
+            return
+        operation = self._operations.get(operation_id)
+        if operation is None:
+            raise ValueError(
+                f"no operation {operation_id!r} in the contract; "
+                f"its operations: {', '.join(self._operations)}"
+            )
+        unknown = sorted(set(params) - set(operation.parameters))
+        if unknown:
+            raise ValueError(
+                f"{operation_id} has no parameter {', '.join(map(repr, unknown))}; "
+                f"its parameters: {', '.join(operation.parameters) or 'none'}"
+            )
 
     def assert_not_called(self, operation_id: str, **params: Any) -> None:
         self.assert_called(operation_id, 0, **params)

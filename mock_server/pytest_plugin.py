@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import httpx
 
 _SERVER = pytest.StashKey[BackgroundServer]()
+MARKER_OPTIONS = frozenset({"fixtures", "seed"})
 # Under pytest-xdist: each worker's report, handed to the controller, and their merge.
 _WORKER_OUTPUT = "platform_mock_report"
 _WORKER_REPORTS = pytest.StashKey[list[dict[str, Any]]]()
@@ -166,6 +167,12 @@ def platform_mock(
     mock = platform_mock_server.mock
     marker = request.node.get_closest_marker("platform_mock")
     options = marker.kwargs if marker else {}
+    unknown = [*map(repr, marker.args if marker else ()), *sorted(set(options) - MARKER_OPTIONS)]
+    if unknown:  # a misspelt option would otherwise leave the test without its fixtures
+        raise TypeError(
+            "the platform_mock marker takes only fixtures=[...] and seed=N, "
+            f"not {', '.join(unknown)}"
+        )
     base = Path(request.node.path).parent
     extra = [fixtures.load(base / path) for path in options.get("fixtures", [])]
     mock.reset(seed=options.get("seed", _session_seed(request.config)), extra=extra)

@@ -331,6 +331,10 @@ def test_unknown_operation_is_refused(mock):
         pytest.param(
             {"operationId": "listJobRuns", "status": 503, "times": 2**64}, id="times-past-2^64"
         ),
+        pytest.param(
+            {"operationId": "listJobRuns", "status": 503, "match": {"jobid": "x"}},
+            id="match-names-no-parameter",
+        ),
     ],
 )
 def test_admin_refuses_a_fault_the_contract_does_not_allow(admin, mock, body):

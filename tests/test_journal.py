@@ -476,6 +476,39 @@ def test_assert_not_called_fails_when_called(mock, three_deletes):
     assert f"/secret-groups/{three_deletes['unknown']}" in message
 
 
+@pytest.mark.parametrize(
+    ("ask", "named"),
+    [
+        pytest.param(lambda j: j.calls("deleteSecretGroups"), "'deleteSecretGroups'", id="calls"),
+        pytest.param(
+            lambda j: j.assert_not_called("listJobRun"), "'listJobRun'", id="assert-not-called"
+        ),
+        pytest.param(
+            lambda j: j.assert_not_called("deleteSecretGroup", groupId="x"),
+            "'groupId'",
+            id="assert-not-called-parameter",
+        ),
+        pytest.param(
+            lambda j: j.assert_called("listJobRuns", jobid="x"), "'jobid'", id="assert-called"
+        ),
+    ],
+)
+def test_query_naming_what_the_contract_lacks_is_an_error_not_an_empty_answer(
+    mock, three_deletes, ask, named
+):
+    with pytest.raises(ValueError, match=named):
+        ask(mock.journal)
+
+
+def test_admin_journal_filter_by_an_unknown_operation_is_400(admin, api):
+    api.get(TOKENS)
+
+    response = admin.get("/journal", params={"operationId": "getOrCreatePersonalAccessTokens"})
+
+    error = assert_error(response, 400, 40001)
+    assert error["details"][0]["field"] == "operationId"
+
+
 # -- a fresh journal for every test ------------------------------------------------------------
 
 

@@ -553,3 +553,20 @@ def test_under_xdist_a_report_lost_with_its_worker_is_reported(pytester: pytest.
         "-p", "no:cacheprovider", "-n", "2", timeout=INNER_TIMEOUT
     )  # fmt: skip
     result.stdout.fnmatch_lines(["*contract report of 1 xdist worker(s) was lost*"])
+
+
+MISSPELT_MARKER = """
+import pytest
+
+
+@pytest.mark.platform_mock(fixture=["extra.yaml"])
+def test_with_a_misspelt_marker_option(platform_mock):
+    pass
+"""
+
+
+def test_misspelt_marker_option_is_an_error_naming_it(pytester: pytest.Pytester):
+    pytester.makepyfile(test_marker=MISSPELT_MARKER)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=INNER_TIMEOUT)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*marker takes only fixtures=[[]...[]] and seed=N, not fixture*"])

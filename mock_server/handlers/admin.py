@@ -30,7 +30,14 @@ def get_state() -> dict[str, Any]:
 
 
 def get_journal(operation_id: str | None = None, status: int | None = None) -> dict:
-    return {"data": [e.to_dict() for e in mock().journal.calls(operation_id, status=status)]}
+    try:
+        found = mock().journal.calls(operation_id, status=status)
+    except ValueError as exc:  # an operation the contract does not have
+        raise errors.InvalidRequest(
+            f"Request does not conform to the API contract: query operationId: {exc}",
+            details=[{"location": "query", "field": "operationId", "message": str(exc)}],
+        ) from None
+    return {"data": [e.to_dict() for e in found]}
 
 
 def clear_journal() -> dict:
