@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from connexion.json_schema import Draft4ResponseValidator, resolve_refs
 from jsonschema import Draft4Validator, Draft202012Validator
+from jsonschema.exceptions import best_match
 
 from mock_server import contract, errors
 from mock_server.resources import package_file
@@ -81,7 +82,12 @@ def check(data: Any, source: str = "<fixture>", node: yaml.Node | None = None) -
     fixture = Fixture(data if isinstance(data, dict) else {}, source, node)
     if not isinstance(data, dict):
         raise FixtureError(f"{source}: a fixture document must be a mapping of sections")
-    problems = sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.path])
+    # best_match reaches inside a oneOf for the branch that came closest: "'FAIL' is not one
+    # of [...]" at .status, rather than "... is not valid under any of the given schemas".
+    problems = sorted(
+        (best_match([error]) for error in _validator().iter_errors(data)),
+        key=lambda e: [str(p) for p in e.absolute_path],
+    )
     if problems:
         raise FixtureError(
             "\n".join(f"{fixture.where(tuple(e.absolute_path))}: {e.message}" for e in problems)

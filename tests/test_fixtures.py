@@ -78,6 +78,12 @@ def test_default_world_has_a_faulty_secret_integration():
             id="bad-reference",
         ),
         pytest.param("users: [\n", "bad.yaml:2: not valid YAML", id="yaml-syntax"),
+        pytest.param(
+            "applications:\n  - name: nightly\n    type: job\n    workspace: ml-team\n"
+            "    deployments: [{manifest: {}}]\n    runs:\n      - status: FAIL\n",
+            "bad.yaml:7: applications[0].runs[0].status: 'FAIL' is not one of",
+            id="inside-one-of-a-run",
+        ),
     ],
 )
 def test_schema_errors_name_file_line_and_field(text, expected):
