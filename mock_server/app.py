@@ -104,7 +104,11 @@ class PlatformMock:
         `/api/` or the gateway's prefix. The API docs, the admin API, a browser's favicon or
         a readiness probe are answered but are not a client's use of the contract."""
         gateway = self.gateway_prefix
-        return path.startswith(API_ROOT) or path == gateway or path.startswith(gateway + "/")
+        if path.startswith(API_ROOT):
+            return True
+        in_gateway = path == gateway or path.startswith(gateway + "/")
+        docs = f"{gateway}/docs"
+        return in_gateway and not (path == docs or path.startswith(docs + "/"))
 
 
 class _CompactJSON:

@@ -27,7 +27,7 @@ METHODS = ("get", "put", "post", "delete", "patch")
 class Operation:
     operation_id: str
     statuses: frozenset[int]
-    parameters: tuple[str, ...]
+    parameters: tuple[str, ...]  # those a request's URL carries: path and query
 
 
 @cache
@@ -52,6 +52,10 @@ def operations() -> dict[str, Operation]:
                     found[operation["operationId"]] = Operation(
                         operation["operationId"],
                         frozenset(int(status) for status in operation["responses"]),
-                        tuple(p["name"] for p in operation.get("parameters", [])),
+                        tuple(
+                            p["name"]
+                            for p in operation.get("parameters", [])
+                            if p["in"] in ("path", "query")
+                        ),
                     )
     return found

@@ -9,6 +9,7 @@ or a dropped connection. A request may also ask for a fault itself, in the style
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,8 @@ from mock_server.contract import Operation
 from mock_server.journal import same_value
 
 MAX_DELAY_MS = 60_000
+MAX_COUNT = 2**53 - 1  # after and times, like every integer of the contract
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: str.isdigit() takes "²"
 
 # The condition a status stands for, where it depends on the operation.
 _BY_OPERATION: dict[tuple[str, int], type[errors.PlatformError]] = {
@@ -137,8 +140,10 @@ class Faults:
             raise FaultRefused("a fault needs a status, a delay or drop")
         if status is not None and drop:
             raise FaultRefused("a dropped connection has no status")
-        if times is not None and times < 1:
-            raise FaultRefused("times must be at least 1, or None for always")
+        if times is not None and not 1 <= times <= MAX_COUNT:
+            raise FaultRefused(f"times must be 1 to {MAX_COUNT}, or None for always")
+        if not 0 <= after <= MAX_COUNT:
+            raise FaultRefused(f"after must be 0 to {MAX_COUNT}")
         unknown = sorted(set(match or {}) - set(self._parameters[operation_id]))
         if unknown:  # a rule that could never apply
             raise FaultRefused(
@@ -214,7 +219,7 @@ class Faults:
             return None
         try:
             for key, value in wanted.items():
-                if not value.isdigit():
+                if not _WHOLE_NUMBER.fullmatch(value):
                     raise FaultRefused(f"{key}={value!r} is not a whole number")
             status = int(wanted["code"]) if "code" in wanted else None
             delay = int(wanted.get("delay", "0"))

@@ -46,6 +46,7 @@ from werkzeug.http import parse_options_header
 from mock_server import errors
 
 MAX_BODY_BYTES = 1024 * 1024
+UTF8_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")  # ASCII is UTF-8 too
 Detail = dict[str, t.Any]
 
 # Keywords of OpenAPI 3.0 schemas that JSON Schema does not have.
@@ -273,6 +274,9 @@ def _unique_keys(pairs: list[tuple[str, t.Any]]) -> dict[str, t.Any]:
     return found
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # only then can a string be broken
+
+
 def is_unicode(value: t.Any) -> bool:
     """Whether every string in a parsed JSON value is Unicode text: `json` reads a `\\udfff`
     escape as a lone surrogate, which no UTF-8 encoder (orjson's included) will write."""
@@ -357,7 +361,7 @@ class JSONBodyValidator(JSONRequestBodyValidator):
         except (ValueError, RecursionError) as exc:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise _body_problem(f"is not valid JSON: {reason}") from None
-        if not is_unicode(body):
+        if _SURROGATE_ESCAPE.search(text) and not is_unicode(body):
             raise _body_problem(
                 "is not valid JSON text: a \\u escape gives a lone surrogate, not a character"
             )
@@ -399,7 +403,7 @@ class _CollectingOperation(RequestValidationOperation):
         self.validate_mime_type(mime_type)
         schema = operation.body_schema(mime_type)
         body_validator = self._validator_map["body"].get(mime_type) if schema else None
-        if body_validator is not None and encoding not in ("utf-8", "utf8"):
+        if body_validator is not None and encoding not in UTF8_CHARSETS:
             # JSON is UTF-8 (RFC 8259); read any other way, the handler would disagree.
             raise errors.UnsupportedMediaType(
                 f"JSON request bodies are UTF-8; charset={encoding} is not supported"

@@ -310,6 +310,22 @@ def test_undocumented_status_is_refused(mock, operation_id, status):
     assert mock.faults.rules() == []
 
 
+@pytest.mark.parametrize(
+    "effect",
+    [
+        pytest.param({"times": 2**64}, id="times-past-2^53-1"),
+        pytest.param({"after": 2**53}, id="after-past-2^53-1"),
+        pytest.param({"after": -1}, id="after-negative"),
+        pytest.param({"match": {"x-platform-metadata": "{}"}}, id="match-on-a-header"),
+    ],
+)
+def test_python_fault_the_admin_api_would_refuse_is_refused(mock, admin, effect):
+    with pytest.raises(FaultRefused):
+        mock.faults.add("getModelResponse", status=503, **effect)
+    assert admin.get("/faults").status_code == 200
+    assert mock.faults.rules() == []
+
+
 def test_unknown_operation_is_refused(mock):
     with pytest.raises(FaultRefused, match="noSuchOperation"):
         mock.faults.add("noSuchOperation", status=503)
@@ -400,10 +416,15 @@ def test_prefer_undocumented_code_is_400_and_changes_nothing(api, store):
         pytest.param("code=abc", id="code-not-a-number"),
         pytest.param("code=503, delay=-5", id="negative-delay"),
         pytest.param("delay=1.5", id="delay-not-whole"),
+        pytest.param("code=\u00b2", id="superscript-digit"),
+        pytest.param("delay=" + "1" * 5000, id="5000-digits"),
     ],
 )
 def test_prefer_value_that_is_not_a_whole_number_is_400_in_plain_words(api, store, prefer):
-    response = api.get("/personal-access-tokens/prefer-probe", headers={"Prefer": prefer})
+    # As bytes: a header is Latin-1 on the wire, and httpx sends str headers as ASCII only.
+    response = api.get(
+        "/personal-access-tokens/prefer-probe", headers={"Prefer": prefer.encode("latin-1")}
+    )
 
     body = assert_error(response, 400, 40005)
     assert "is not a whole number" in body["message"]

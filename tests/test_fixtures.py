@@ -302,3 +302,18 @@ def test_fresh_id_never_repeats_a_given_one():
     ada = store.identity.subject_named("user", "ada@acme.example")
     assert bea.id == next_user_id
     assert ada.id != next_user_id
+
+
+def test_reset_with_an_extra_document_that_cannot_enter_keeps_the_world():
+    mock = PlatformMock()
+    mock.store.tokens.get_or_create(
+        mock.store.identity.caller("user", mock.store.identity.default_user().id), "kept", None
+    )
+    before = dump(mock.store)
+    alice_id = mock.store.identity.default_user().id
+    clash = check({"users": [{"email": "x@acme.example", "id": alice_id}]}, "clash.yaml")
+
+    with pytest.raises(FixtureError, match="already taken"):
+        mock.reset(extra=[clash])  # same seed: the rebuilt alice has that id again
+
+    assert dump(mock.store) == before  # the token made since the last reset is still there

@@ -127,6 +127,8 @@ def test_unknown_path_is_recorded_without_operation(api, mock):
         pytest.param("/favicon.ico", id="browser-favicon"),
         pytest.param("/health", id="readiness-probe"),
         pytest.param("/docs/", id="api-docs"),
+        pytest.param("/gateway/docs/", id="gateway-api-docs"),
+        pytest.param("/gateway/docs/favicon-32x32.png", id="gateway-docs-asset"),
     ],
 )
 def test_request_outside_the_api_is_answered_but_not_recorded(server, mock, path):

@@ -68,7 +68,8 @@ class Artifacts(Area):
         number = manifest.get("version") or max(taken, default=0) + 1
         if number in taken:
             raise errors.ArtifactVersionExists(f"{type_} {name} already has version {number}")
-        # Every check has passed: from here on the change is applied whole.
+        # Every check has passed: from here on the change is applied whole. (A given id that
+        # is taken, refused below, comes only from a fixture, which loads whole or not at all.)
         self.store.tick()
         if artifact is None:
             fqn = f"{type_.removesuffix('-version')}:{repo.resource.fqn}/{name}"

@@ -172,12 +172,17 @@ class Store:
         from mock_server.fixtures import apply_document
 
         with self.lock:
+            before = (self.seed, self.world, self.sources)
             if seed is not None:
                 self.seed = seed
             self.sources = Sources(self.seed, faker=self.sources.faker)
             self.world = World()
-            for document in [*self.initial_documents, *extra]:
-                apply_document(self, document)
+            try:
+                for document in [*self.initial_documents, *extra]:
+                    apply_document(self, document)
+            except BaseException:  # an extra document that cannot enter: the world as it was
+                self.seed, self.world, self.sources = before
+                raise
 
     def load(self, document: Fixture) -> None:
         """Apply one more fixture document to the current world, whole or not at all."""
