@@ -49,7 +49,12 @@ from mock_server.middleware import (
 )
 from mock_server.report import ContractReport
 from mock_server.state import Store
-from mock_server.validation import VALIDATOR_MAP, RequestValidationMiddleware, invalid_request
+from mock_server.validation import (
+    VALIDATOR_MAP,
+    RepeatedKeysURIParser,
+    RequestValidationMiddleware,
+    invalid_request,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +146,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         resolver=Resolver(function_resolver=handlers.resolve),
         pythonic_params=False,  # handlers.resolve converts the names
         jsonifier=Jsonifier(_CompactJSON),
+        uri_parser_class=RepeatedKeysURIParser,
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/docs"),
     )
     app.add_api(contract.spec(contract.CONTROL_PLANE_SPEC), base_path="")

@@ -30,6 +30,7 @@ from connexion.middleware.request_validation import (
 from connexion.middleware.request_validation import (
     RequestValidationMiddleware as ConnexionRequestValidationMiddleware,
 )
+from connexion.uri_parsing import OpenAPIURIParser
 from connexion.utils import is_nullable
 from connexion.validators import (
     JSONRequestBodyValidator,
@@ -205,6 +206,27 @@ def invalid_request(details: list[Detail]) -> errors.InvalidRequest:
     return errors.InvalidRequest(
         f"Request does not conform to the API contract: {shown}{more}", details=details
     )
+
+
+class RepeatedKeysURIParser(OpenAPIURIParser):
+    """Connexion's OpenAPI URI parser, reading an exploded form array (`?status=A&status=B`,
+    the style of every array query parameter of the contract) as its repeated keys only.
+    Connexion joins the values with commas and splits them again, so `?status=A,B` was read
+    as two statuses; by the contract it is one value, `A,B`, which is not a status (and
+    `?triggeredBy=a,b` names one slug, `a,b`)."""
+
+    @staticmethod
+    def _resolve_param_duplicates(values: t.Any, param_defn: dict, _in: str) -> t.Any:
+        style = param_defn.get("style", OpenAPIURIParser.style_defaults[_in])
+        if _in == "query" and style == "form" and param_defn.get("explode", True):
+            return list(values)
+        return OpenAPIURIParser._resolve_param_duplicates(values, param_defn, _in)
+
+    @staticmethod
+    def _split(value: t.Any, param_defn: dict, _in: str) -> t.Any:
+        if isinstance(value, list):  # the repeated keys, kept as they came
+            return value
+        return OpenAPIURIParser._split(value, param_defn, _in)
 
 
 class ParameterValidator(ConnexionParameterValidator):

@@ -397,6 +397,14 @@ QUERY_ROWS = [
     _query("runs", "sort-by-unknown", f"{RUNS}?sortBy=name", where="sortBy"),
     _query("runs", "order-unknown", f"{RUNS}?order=up", where="order"),
     _query("runs", "version-numbers-text", f"{RUNS}?versionNumbers=v1", where="versionNumbers[0]"),
+    # Arrays are repeated keys (form, exploded): a comma list is one value, and not a valid one.
+    _query("runs", "status-comma-list", f"{RUNS}?status=FAILED,RUNNING", where="status[0]"),
+    _query(
+        "runs",
+        "version-numbers-comma-list",
+        f"{RUNS}?versionNumbers=1,2",
+        where="versionNumbers[0]",
+    ),
     _query("runs", "limit-twice", f"{RUNS}?limit=1&limit=2", where="limit"),
     _query("runs", "order-twice", f"{RUNS}?order=asc&order=desc", where="order"),
     _query("runs", "unknown-parameter", f"{RUNS}?page=2", where="page"),

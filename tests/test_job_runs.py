@@ -214,6 +214,13 @@ def test_triggered_by_filter_keeps_runs_of_those_slugs(api, runs_path, all_runs,
     assert _ids(body["data"]) == _ids(expected)
 
 
+def test_triggered_by_with_a_comma_is_one_slug_not_a_list(api, runs_path, all_runs):
+    # The contract's arrays are repeated keys: `a,b` is one value, a slug no one has.
+    assert any(run["triggeredBySubject"]["subjectSlug"] == "bob" for run in all_runs)
+    body = _get_ok(api, runs_path, [("triggeredBy", "bob,carol")])
+    assert body["pagination"]["total"] == 0
+
+
 @pytest.mark.parametrize(
     "versions",
     [
