@@ -77,7 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     _world_options(serve)
 
     token = commands.add_parser("token", help="print a development token for the default user")
-    token.add_argument("--admin", action="store_true", help="print the admin API's token instead")
+    chosen = token.add_mutually_exclusive_group()
+    chosen.add_argument("--admin", action="store_true", help="print the admin API's token instead")
+    chosen.add_argument(
+        "--subject",
+        metavar="WHO",
+        help="another subject of the world: a user's e-mail, or type:name (team:ml-platform)",
+    )
     _world_options(token)
     return parser
 
@@ -167,7 +173,15 @@ def _user_token(mock: PlatformMock) -> str | None:
 
 def token(args: argparse.Namespace) -> int:
     mock = PlatformMock(_config(args))
-    minted = mock.auth.admin_token() if args.admin else _user_token(mock)
+    if args.subject:
+        try:
+            subject = mock.store.identity.subject_by_reference(args.subject)
+        except ValueError as exc:
+            print(f"platform-mock: {exc} in this world", file=sys.stderr)
+            return EXIT_BAD_FIXTURES
+        minted: str | None = mock.auth.dev_token(subject)
+    else:
+        minted = mock.auth.admin_token() if args.admin else _user_token(mock)
     if minted is None:
         print(f"platform-mock: {NO_USER}", file=sys.stderr)
         return EXIT_BAD_FIXTURES

@@ -166,3 +166,30 @@ def test_token_command_in_a_world_without_users_exits_2_with_one_line():
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith("platform-mock: none: the world has no user")
     assert "Traceback" not in result.stderr
+
+
+def test_token_command_for_another_subject_authenticates_as_it(served):
+    _, urls = served
+    printed = subprocess.run(
+        [sys.executable, "-m", "mock_server", "token", "--subject", "bob@acme.example"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    response = httpx.get(
+        urls["control"] + "/personal-access-tokens/ci",
+        headers={"Authorization": f"Bearer {printed}"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["createdBy"] == "bob"
+
+
+def test_token_command_for_an_unknown_subject_exits_2_with_one_line():
+    result = subprocess.run(
+        [sys.executable, "-m", "mock_server", "token", "--subject", "nobody@acme.example"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "platform-mock: no user named 'nobody@acme.example' in this world\n"
