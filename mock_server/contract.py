@@ -8,6 +8,7 @@ complete model response in a fixture must meet).
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -28,6 +29,16 @@ class Operation:
     operation_id: str
     statuses: frozenset[int]
     parameters: tuple[str, ...]  # those a request's URL carries: path and query
+
+    def check_parameters(self, names: Iterable[str]) -> None:
+        """Raises ValueError naming any of `names` that is not a parameter of this operation
+        (a journal question or a fault match that could never be true)."""
+        unknown = sorted(set(names) - set(self.parameters))
+        if unknown:
+            raise ValueError(
+                f"{self.operation_id} has no parameter {', '.join(map(repr, unknown))}; "
+                f"its parameters: {', '.join(self.parameters) or 'none'}"
+            )
 
 
 @cache

@@ -105,7 +105,7 @@ class Faults:
 
     def __init__(self, operations: dict[str, Operation]):
         self._documented = {op_id: op.statuses for op_id, op in operations.items()}
-        self._parameters = {op_id: op.parameters for op_id, op in operations.items()}
+        self._operations = operations
         self._lock = threading.Lock()
         self._rules: list[Fault] = []
         self._next = 0
@@ -144,12 +144,10 @@ class Faults:
             raise FaultRefused(f"times must be 1 to {MAX_COUNT}, or None for always")
         if not 0 <= after <= MAX_COUNT:
             raise FaultRefused(f"after must be 0 to {MAX_COUNT}")
-        unknown = sorted(set(match or {}) - set(self._parameters[operation_id]))
-        if unknown:  # a rule that could never apply
-            raise FaultRefused(
-                f"{operation_id} has no parameter {', '.join(map(repr, unknown))} to match; "
-                f"its parameters: {', '.join(self._parameters[operation_id]) or 'none'}"
-            )
+        try:
+            self._operations[operation_id].check_parameters(match or {})
+        except ValueError as exc:  # a rule that could never apply
+            raise FaultRefused(str(exc)) from None
         with self._lock:
             self._next += 1
             rule = Fault(

@@ -174,12 +174,7 @@ class Journal:
                 f"no operation {operation_id!r} in the contract; "
                 f"its operations: {', '.join(self._operations)}"
             )
-        unknown = sorted(set(params) - set(operation.parameters))
-        if unknown:
-            raise ValueError(
-                f"{operation_id} has no parameter {', '.join(map(repr, unknown))}; "
-                f"its parameters: {', '.join(operation.parameters) or 'none'}"
-            )
+        operation.check_parameters(params)
 
     def assert_not_called(self, operation_id: str, **params: Any) -> None:
         self.assert_called(operation_id, 0, **params)
