@@ -89,6 +89,7 @@ class PlatformMock:
         self.report = ContractReport(contract.operations())
         self.journal.observers.append(self.report.add)
         self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
+        self._gateway_docs = f"{self.gateway_prefix}/docs"
         self.app = build_connexion_app(self)
 
     def reset(self, seed: int | None = None, extra: Iterable[fixtures.Fixture] = ()) -> None:
@@ -108,12 +109,13 @@ class PlatformMock:
         """Whether a request is one for the platform's API, to journal and report: under
         `/api/` or the gateway's prefix. The API docs, the admin API, a browser's favicon or
         a readiness probe are answered but are not a client's use of the contract."""
-        gateway = self.gateway_prefix
         if path.startswith(API_ROOT):
             return True
-        in_gateway = path == gateway or path.startswith(gateway + "/")
-        docs = f"{gateway}/docs"
-        return in_gateway and not (path == docs or path.startswith(docs + "/"))
+        return _under(path, self.gateway_prefix) and not _under(path, self._gateway_docs)
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
 
 
 class _CompactJSON:
