@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 
 import yaml
+from connexion.json_schema import resolve_refs
 
 from mock_server.resources import package_file
 
@@ -50,6 +51,12 @@ def spec(name: str) -> dict[str, Any]:
     """A spec document, parsed once per process; each caller gets its own copy (Connexion
     fills defaults into the document it is given)."""
     return copy.deepcopy(_parsed(name))
+
+
+@cache
+def component(name: str, schema: str) -> dict[str, Any]:
+    """A component schema of a spec document, every `$ref` in it resolved (made once)."""
+    return resolve_refs(spec(name))["components"]["schemas"][schema]
 
 
 @cache

@@ -15,16 +15,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from connexion.json_schema import Draft4ResponseValidator, resolve_refs
-from jsonschema import Draft4Validator, Draft202012Validator
+from connexion.json_schema import Draft4ResponseValidator
+from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from mock_server import contract, errors
 from mock_server.resources import package_file
+from mock_server.state.deployments import IncompleteManifest
 from mock_server.state.entities import Application, Caller, SecretGroup, Subject
 from mock_server.state.sources import from_epoch_ms, iso, parse_iso
 from mock_server.state.store import IdTaken
-from mock_server.validation import compiled, field_path, summary, violations
+from mock_server.validation import CompiledSchema, compiled, field_path, summary, violations
 
 if TYPE_CHECKING:
     from mock_server.state.store import Store
@@ -104,11 +105,10 @@ def load(path: str | Path) -> Fixture:
     return parse(text, str(path))
 
 
-@cache
-def model_response_validator() -> Draft4Validator:
+def model_response_validator() -> CompiledSchema:
     """The gateway contract's ModelResponse schema, for complete responses in fixtures."""
-    gateway = resolve_refs(contract.spec(contract.GATEWAY_SPEC))
-    return compiled(gateway["components"]["schemas"]["ModelResponse"], Draft4ResponseValidator)
+    schema = contract.component(contract.GATEWAY_SPEC, "ModelResponse")
+    return compiled(schema, Draft4ResponseValidator)
 
 
 def default_fixtures() -> list[Fixture]:
@@ -204,7 +204,6 @@ def _users(store: Store, r: dict) -> None:
     store.identity.add_subject(
         "user",
         r["email"],
-        slug=r.get("slug"),
         display_name=r.get("displayName"),
         subject_id=r.get("id"),
     )
@@ -273,14 +272,17 @@ def _applications(store: Store, r: dict) -> None:
         application_id=r.get("id"),
         application_set_id=r.get("applicationSetId"),
     )
-    for deployment in r["deployments"]:
-        store.deployments.add_deployment(
-            application,
-            deployment["manifest"],
-            deployment_id=deployment.get("id"),
-            status_id=deployment.get("statusId"),
-            created_at=_time(deployment.get("createdAt")),
-        )
+    for index, deployment in enumerate(r["deployments"]):
+        try:
+            store.deployments.add_deployment(
+                application,
+                deployment["manifest"],
+                deployment_id=deployment.get("id"),
+                status_id=deployment.get("statusId"),
+                created_at=_time(deployment.get("createdAt")),
+            )
+        except IncompleteManifest as exc:
+            raise ValueError(exc.under(f"deployments[{index}].manifest")) from None
     if "activeVersion" in r:
         if r["activeVersion"] not in application.deployment_ids:
             raise ValueError(f"activeVersion {r['activeVersion']} is not one of the deployments")
@@ -405,7 +407,7 @@ def dump(store: Store) -> dict[str, Any]:
         document: dict[str, Any] = {
             "tenant": {"name": tenant.name, "id": tenant.id} if tenant else None,
             "users": [
-                {"email": u.name, "slug": u.slug, "displayName": u.display_name, "id": u.id}
+                {"email": u.name, "displayName": u.display_name, "id": u.id}
                 for u in subjects("user")
             ],
             "teams": [
@@ -456,7 +458,7 @@ def dump(store: Store) -> dict[str, Any]:
                     "name": t.name,
                     **(
                         {"teamName": t.record["manifest"]["ownedBy"]["team"]}
-                        if "team" in t.record["manifest"]["ownedBy"]
+                        if "ownedBy" in t.record["manifest"]
                         else {}
                     ),
                     "id": t.record["id"],

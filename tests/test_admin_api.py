@@ -17,6 +17,11 @@ from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error, token_of
 
 DANA = "dana@acme.example"
+# A job deployment manifest complete for its kind, as fixtures must give it.
+JOB_MANIFEST = {
+    "image": {"type": "image", "image_uri": "registry.acme.example/nightly:1"},
+    "trigger": {"type": "manual"},
+}
 
 
 def _state(admin: httpx.Client) -> dict:
@@ -193,7 +198,7 @@ def test_reseeded_world_serves_the_platform_api(admin, mock, server):
 
 
 DANA_DOCUMENT = {
-    "users": [{"email": DANA, "slug": "dana", "displayName": "Dana Data"}],
+    "users": [{"email": DANA, "displayName": "Dana Data"}],
     "grants": [
         {"subject": f"user:{DANA}", "role": "workspace-viewer", "resource": "workspace:ml-team"}
     ],
@@ -212,7 +217,7 @@ def test_loaded_fixture_adds_a_user_whose_token_works(admin, mock, server, store
     ) as client:
         issued = client.get("/personal-access-tokens/ci")
         assert issued.status_code == 200, issued.text
-        assert issued.json()["data"]["createdBySubject"]["subjectSlug"] == "dana"
+        assert issued.json()["data"]["createdBySubject"]["subjectSlug"] == DANA
         manifests = client.get(
             "/role-bindings/generate-manifest",
             params={"subjectType": "user", "subjectId": dana.id},
@@ -256,7 +261,7 @@ def test_loaded_fixture_adds_a_secret_group_the_api_can_delete(admin, api, store
                         "name": "nightly",
                         "type": "job",
                         "workspace": "no-such-workspace",
-                        "deployments": [{"manifest": {"image": {"type": "build"}}}],
+                        "deployments": [{"manifest": JOB_MANIFEST}],
                     }
                 ],
             },
@@ -372,8 +377,8 @@ def test_fixture_giving_an_id_the_world_holds_is_400_and_changes_nothing(
                         "type": "job",
                         "workspace": "ml-team",
                         "deployments": [
-                            {"manifest": {}, "id": "x-1"},
-                            {"manifest": {}, "id": "x-1"},
+                            {"manifest": JOB_MANIFEST, "id": "x-1"},
+                            {"manifest": JOB_MANIFEST, "id": "x-1"},
                         ],
                     }
                 ]
@@ -414,7 +419,7 @@ def test_refused_fixture_with_alices_id_leaves_the_default_token_hers(admin, api
     response = api.get("/personal-access-tokens/ci")
 
     assert response.status_code == 200, response.text
-    assert response.json()["data"]["createdBySubject"]["subjectSlug"] == "alice"
+    assert response.json()["data"]["createdBySubject"]["subjectSlug"] == "alice@acme.example"
 
 
 def test_state_loaded_into_the_world_it_came_from_is_400(admin):

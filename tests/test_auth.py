@@ -52,7 +52,7 @@ def test_valid_token_is_accepted(anonymous, mock):
 
 def test_token_names_its_subject_as_caller(anonymous, mock):
     body = _get(anonymous, f"Bearer {_signed(mock)}").json()
-    assert body["data"]["createdBySubject"]["subjectSlug"] == "alice"
+    assert body["data"]["createdBySubject"]["subjectSlug"] == "alice@acme.example"
 
 
 def test_missing_header_is_401(anonymous):

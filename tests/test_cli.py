@@ -181,7 +181,7 @@ def test_token_command_for_another_subject_authenticates_as_it(served):
         headers={"Authorization": f"Bearer {printed}"},
     )
     assert response.status_code == 200, response.text
-    assert response.json()["data"]["createdBy"] == "bob"
+    assert response.json()["data"]["createdBy"] == "bob@acme.example"
 
 
 def test_token_command_for_an_unknown_subject_exits_2_with_one_line():

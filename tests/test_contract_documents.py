@@ -110,11 +110,6 @@ SOURCE_FIELDS = [
         "subjectControllerName subjectExternalIdentitySlug",
     ),
     (
-        "JobRunSubject",
-        "subjectId subjectSlug subjectDisplayName subjectPatName subjectControllerName "
-        "subjectExternalIdentitySlug",
-    ),
-    (
         "Deployment",
         "manifest createdBySubject id version fqn applicationId application createdAt "
         "updatedAt deploymentBuilds deploymentStatuses currentStatusId currentStatus "
@@ -135,12 +130,13 @@ SOURCE_FIELDS = [
         "deploymentId applicationVersion appliedDeploymentId createdAt updatedAt",
     ),
     (
-        "DeploymentManifest",
+        # The source's manifest is a service's (its sample: `type: service`).
+        "ServiceManifest",
         "name type image ports replicas artifacts_download resources env service_account "
         "mounts labels kustomize liveness_probe readiness_probe startup_probe workspace_fqn "
         "auto_shutdown allow_interception rollout_strategy",
     ),
-    ("DeploymentImage", "type build_source build_spec docker_registry"),
+    ("BuildImage", "type build_source build_spec docker_registry"),
     ("BuildSource", "type remote_uri"),
     (
         "BuildSpec",

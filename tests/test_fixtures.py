@@ -31,7 +31,9 @@ applications:
   - name: nightly
     type: job
     workspace: w1
-    deployments: [{manifest: {}}, {manifest: {}}]
+    deployments:
+      - {manifest: {image: {type: image, image_uri: "r.example/n:1"}, trigger: {type: manual}}}
+      - {manifest: {image: {type: image, image_uri: "r.example/n:2"}, trigger: {type: manual}}}
 """
 
 
@@ -80,7 +82,8 @@ def test_default_world_has_a_faulty_secret_integration():
         pytest.param("users: [\n", "bad.yaml:2: not valid YAML", id="yaml-syntax"),
         pytest.param(
             "applications:\n  - name: nightly\n    type: job\n    workspace: ml-team\n"
-            "    deployments: [{manifest: {}}]\n    runs:\n      - status: FAIL\n",
+            "    deployments: [{manifest: {image: {type: image, image_uri: r/n:1}, "
+            "trigger: {type: manual}}}]\n    runs:\n      - status: FAIL\n",
             "bad.yaml:7: applications[0].runs[0].status: 'FAIL' is not one of",
             id="inside-one-of-a-run",
         ),
@@ -107,11 +110,12 @@ def test_reference_to_unknown_record_names_its_line():
     text = (
         WORLD
         + "  - name: other\n    type: job\n    workspace: nowhere\n"
-        + "    deployments: [{manifest: {}}]\n"
+        + "    deployments: [{manifest: {image: {type: image, image_uri: 'r.example/n:1'}, "
+        + "trigger: {type: manual}}}]\n"
     )
     with pytest.raises(FixtureError) as raised:
         store_of(text)
-    assert "doc0.yaml:18: applications[1]: no workspace named 'nowhere'" in str(raised.value)
+    assert "doc0.yaml:20: applications[1]: no workspace named 'nowhere'" in str(raised.value)
 
 
 def test_artifact_versions_go_through_the_staging_rules():
@@ -244,7 +248,7 @@ RUN = "{id: r-1, status: RUNNING, createdAt: '2025-01-01T00:00:00Z'}"
     [
         pytest.param(
             [WORLD_WITH_IDS + "agents:\n  - name: a\n    id: u-1\n"],
-            "doc0.yaml:21: agents[0].id: id 'u-1' is already taken by user 'ada@acme.example'",
+            "doc0.yaml:23: agents[0].id: id 'u-1' is already taken by user 'ada@acme.example'",
             id="same-document",
         ),
         pytest.param(
@@ -254,7 +258,7 @@ RUN = "{id: r-1, status: RUNNING, createdAt: '2025-01-01T00:00:00Z'}"
         ),
         pytest.param(
             [WORLD + f"    runs:\n      - {RUN}\n      - {RUN}\n"],
-            "doc0.yaml:20: applications[0].runs[1].id: id 'r-1' is already taken by job run",
+            "doc0.yaml:22: applications[0].runs[1].id: id 'r-1' is already taken by job run",
             id="nested-records",
         ),
     ],

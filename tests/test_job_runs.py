@@ -27,6 +27,7 @@ STATUSES = (
     "TERMINATED",
     "UNKNOWN",
 )
+BOB = "bob@acme.example"  # a user's slug is the e-mail, the triggeredBy filter takes it
 
 # The fields the platform's clients require on every run (decisions doc, section 7).
 REQUIRED_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -203,8 +204,8 @@ def test_status_filter_with_repeated_keys_keeps_only_those_statuses(
 @pytest.mark.parametrize(
     "slugs",
     [
-        pytest.param(["bob"], id="one-slug"),
-        pytest.param(["alice", "carol"], id="two-slugs"),
+        pytest.param(["bob@acme.example"], id="one-slug"),
+        pytest.param(["alice@acme.example", "carol@acme.example"], id="two-slugs"),
     ],
 )
 def test_triggered_by_filter_keeps_runs_of_those_slugs(api, runs_path, all_runs, slugs):
@@ -216,8 +217,8 @@ def test_triggered_by_filter_keeps_runs_of_those_slugs(api, runs_path, all_runs,
 
 def test_triggered_by_with_a_comma_is_one_slug_not_a_list(api, runs_path, all_runs):
     # The contract's arrays are repeated keys: `a,b` is one value, a slug no one has.
-    assert any(run["triggeredBySubject"]["subjectSlug"] == "bob" for run in all_runs)
-    body = _get_ok(api, runs_path, [("triggeredBy", "bob,carol")])
+    assert any(run["triggeredBySubject"]["subjectSlug"] == BOB for run in all_runs)
+    body = _get_ok(api, runs_path, [("triggeredBy", f"{BOB},carol@acme.example")])
     assert body["pagination"]["total"] == 0
 
 
@@ -265,7 +266,7 @@ def test_search_prefix_does_not_match_inside_a_name(api, runs_path, all_runs):
 
 
 def test_filters_combine_with_and(api, runs_path, all_runs):
-    statuses, slug, version = {"RUNNING", "TERMINATING", "UNKNOWN"}, "bob", "2"
+    statuses, slug, version = {"RUNNING", "TERMINATING", "UNKNOWN"}, BOB, "2"
     params = [("status", s) for s in sorted(statuses)]
     params += [("triggeredBy", slug), ("versionNumbers", version)]
     body = _get_ok(api, runs_path, params)

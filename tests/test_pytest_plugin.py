@@ -28,7 +28,6 @@ TOKENS_PATH = "/api/svc/v1/personal-access-tokens/ci"
 EXTRA_YAML = """\
 users:
   - email: dana@acme.example
-    slug: dana
     displayName: Dana Extra
 """
 
@@ -59,7 +58,7 @@ def caller(platform_mock, token=None):
 
 BEHAVIOURS = """
 def test_client_calls_control_plane(platform_mock):
-    assert caller(platform_mock)["subjectSlug"] == "alice"
+    assert caller(platform_mock)["subjectSlug"] == "alice@acme.example"
 
 
 def test_token_authenticates_plain_httpx(platform_mock):
@@ -68,7 +67,7 @@ def test_token_authenticates_plain_httpx(platform_mock):
         headers={"Authorization": f"Bearer {platform_mock.token}"},
     )
     assert response.status_code == 200, response.text
-    assert response.json()["data"]["createdBySubject"]["subjectSlug"] == "alice"
+    assert response.json()["data"]["createdBySubject"]["subjectSlug"] == "alice@acme.example"
 
 
 def test_openai_client_reads_gateway(platform_mock):
@@ -126,7 +125,7 @@ def test_token_for_user(platform_mock):
     assert (subject["subjectType"], subject["subjectId"], subject["subjectSlug"]) == (
         "user",
         bob.id,
-        "bob",
+        "bob@acme.example",
     )
 
 
@@ -169,7 +168,7 @@ def test_fault_gone_in_next_test(platform_mock):
 def test_marker_fixtures_load(platform_mock):
     token = platform_mock.token_for("dana@acme.example")
     shared["dana"] = token
-    assert caller(platform_mock, token)["subjectSlug"] == "dana"
+    assert caller(platform_mock, token)["subjectSlug"] == "dana@acme.example"
 
 
 def test_marker_fixtures_gone_next(platform_mock):
@@ -191,7 +190,7 @@ def test_marker_seed_gone_next(platform_mock):
 
 KEEPS_CONTRACT = """
 def test_keeps_the_contract(platform_mock):
-    assert caller(platform_mock)["subjectSlug"] == "alice"
+    assert caller(platform_mock)["subjectSlug"] == "alice@acme.example"
 """
 
 BREAKS_CONTRACT = """
@@ -209,13 +208,13 @@ def test_seed_sets_ids(platform_mock):
 
 def test_fixtures_first(platform_mock):
     assert caller(platform_mock, platform_mock.token_for("dana@acme.example"))["subjectSlug"] == (
-        "dana"
+        "dana@acme.example"
     )
 
 
 def test_fixtures_second(platform_mock):
     assert caller(platform_mock, platform_mock.token_for("dana@acme.example"))["subjectSlug"] == (
-        "dana"
+        "dana@acme.example"
     )
 """
 

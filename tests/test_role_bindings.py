@@ -342,7 +342,7 @@ def test_manifest_names_match_the_pattern_for_odd_resource_names(api, store, nam
 
 @pytest.mark.parametrize("name", ODD_NAMES)
 def test_manifest_names_match_the_pattern_for_odd_subject_names(api, store, name):
-    account = store.identity.add_subject("virtualaccount", name, slug=name)
+    account = store.identity.add_subject("virtualaccount", name)
     workspace = store.identity.resource_named("workspace", "ml-team")
     store.identity.add_grant(account, "workspace-viewer", workspace)
     store.identity.add_grant(account, "workspace-editor", workspace)

@@ -15,6 +15,12 @@ import pytest
 from tests.conftest import assert_error
 
 PATH = "/secrets/deployments"
+# What a service manifest needs besides what a test is about: a complete one for its kind.
+SERVICE = {
+    "image": {"type": "image", "image_uri": "registry.acme.example/app:1.0.0"},
+    "ports": [{"port": 8000, "protocol": "TCP"}],
+    "replicas": 1,
+}
 
 
 def _secret_id(store, group: str, key: str) -> str:
@@ -48,7 +54,7 @@ def _add_service(store, name: str, manifest: dict):
     app = store.deployments.add_application(
         name, type_="service", workspace_name="ml-team", created_by=alice
     )
-    return store.deployments.add_deployment(app, manifest)
+    return store.deployments.add_deployment(app, {**SERVICE, **manifest})
 
 
 # -- association -------------------------------------------------------------------------------
@@ -144,7 +150,7 @@ def test_new_active_version_without_the_secret_drops_the_application(api, store)
     assert _apps(_page(api, [openai])) == ["chat-api"]
 
     chat_api = store.deployments.application_named("chat-api")
-    store.deployments.add_deployment(chat_api, {"replicas": 3})
+    store.deployments.add_deployment(chat_api, {**SERVICE, "replicas": 3})
 
     body = _page(api, [openai])
     assert body["data"] == []

@@ -12,9 +12,37 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from connexion.json_schema import Draft4ResponseValidator
+
+from mock_server import contract
 from mock_server.state.entities import Application, Caller, Deployment, Subject
 from mock_server.state.secrets import SECRET_REFERENCE_SCHEME
 from mock_server.state.store import Area, locked
+from mock_server.validation import compiled, violations
+
+
+class IncompleteManifest(ValueError):
+    """A deployment manifest that is not complete for its kind, as the contract (and the
+    platform's clients, which read it) require; says every problem, each under `prefix`."""
+
+    def __init__(self, problems: list[dict[str, Any]], prefix: str = "manifest"):
+        self.problems = problems
+        super().__init__(self.under(prefix))
+
+    def under(self, prefix: str) -> str:
+        return "; ".join(
+            f"{prefix}{'.' if p['field'] else ''}{p['field']}: {p['message']}"
+            for p in self.problems
+        )
+
+
+def check_manifest(manifest: dict[str, Any]) -> None:
+    """Raises IncompleteManifest unless the manifest meets the contract's DeploymentManifest:
+    no deployment the platform's clients cannot read enters the world, whoever adds it."""
+    schema = contract.component(contract.CONTROL_PLANE_SPEC, "DeploymentManifest")
+    problems = violations(compiled(schema, Draft4ResponseValidator), manifest, "manifest")
+    if problems:
+        raise IncompleteManifest(problems)
 
 
 def referenced_secrets(manifest: dict[str, Any]) -> frozenset[str]:
@@ -85,7 +113,12 @@ class Deployments(Area):
         status_id: str | None = None,
     ) -> Deployment:
         version = max(application.deployment_ids, default=0) + 1
+        # Name and kind default to the application's; the rest must be complete for the kind.
         manifest = {"name": application.name, "type": application.type, **copy.deepcopy(manifest)}
+        if manifest["type"] != application.type:
+            message = f"{manifest['type']!r} is not the application's type {application.type!r}"
+            raise IncompleteManifest([{"field": "type", "message": message}])
+        check_manifest(manifest)
         fqn = f"{application.fqn}:{version}"
         deployment = Deployment(
             id=self.new_id(f"deployment {fqn!r}", deployment_id, "deployment"),

@@ -27,7 +27,7 @@ class Subject:
     type: str
     id: str
     name: str  # e-mail for users; otherwise the team, virtual account or agent name
-    slug: str
+    slug: str  # the e-mail for users too: the platform's clients filter runs by it
     display_name: str
     members: list[str] = field(default_factory=list)  # user ids, for teams
 
@@ -164,9 +164,8 @@ class Deployment:
         status = {
             "id": self.status_id,
             "deploymentId": self.id,
-            "status": "SUCCESS",
+            "status": "DEPLOY_SUCCESS",
             "state": {},
-            "transition": "DEPLOYED",
             "message": "Deployment is live",
             "retryCount": 0,
             "createdAt": created,
@@ -182,7 +181,9 @@ class Deployment:
             "application": application.to_api(),
             "createdAt": created,
             "updatedAt": created,
-            "deploymentBuilds": [{"name": f"{application.name}-build-{self.version}", "status": 1}],
+            "deploymentBuilds": [
+                {"name": f"{application.name}-build-{self.version}", "status": "SUCCEEDED"}
+            ],
             "deploymentStatuses": [status],
             "currentStatusId": self.status_id,
             "currentStatus": status,
@@ -213,8 +214,6 @@ class JobRun:
         return None if self.end_time_ms is None else self.end_time_ms - self.created_at_ms
 
     def to_api(self) -> dict[str, Any]:
-        subject = self.triggered_by.reference()
-        del subject["subjectType"]
         return {
             "id": self.id,
             "name": self.name,
@@ -233,7 +232,7 @@ class JobRun:
             "totalRetries": self.total_retries,
             "exitCode": self.exit_code,
             "status": self.status,
-            "triggeredBySubject": subject,
+            "triggeredBySubject": self.triggered_by.reference(),
         }
 
 

@@ -84,7 +84,6 @@ class Identity(Area):
         type_: str,
         name: str,
         *,
-        slug: str | None = None,
         display_name: str | None = None,
         subject_id: str | None = None,
         members: list[str] | None = None,
@@ -93,13 +92,14 @@ class Identity(Area):
             raise ValueError(f"unknown subject type {type_!r}")
         if self.find_subject(type_, name) is not None:
             raise ValueError(f"{type_} {name!r} already exists")
-        slug = slug or re.sub(r"[^a-z0-9-]", "-", name.split("@")[0].lower())
+        # A subject's slug is its name: a user's is the e-mail, as the platform's clients
+        # read `subjectSlug` and send it back in the job-runs `triggeredBy` filter.
         member_ids = [self.subject_named("user", m).id for m in members or []]
         subject = Subject(
             type=type_,
             id=self.new_id(f"{type_} {name!r}", subject_id, type_),
             name=name,
-            slug=slug,
+            slug=name,
             display_name=display_name or name,
             members=member_ids,
         )

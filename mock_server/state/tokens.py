@@ -57,7 +57,9 @@ class Tokens(Area):
         token_id = self.new_id(holder, token_id, "pat")
         jwt_id = self.new_id(f"the JWT of {holder}", jwt_id, "jti")
         tenant = identity.tenant
-        owned_by = {"account": tenant.name} | ({"team": team_name} if team_name else {})
+        # The platform's SDK requires `team` whenever `ownedBy` is present: a token made
+        # without teamName has no owner object at all.
+        owned_by = {"ownedBy": {"team": team_name, "account": tenant.name}} if team_name else {}
         record = {
             "id": token_id,
             "type": "personal-access-token",
@@ -76,7 +78,7 @@ class Tokens(Area):
                 "type": "virtual-account",
                 "permissions": [],
                 "expiration_date": iso(expiry),
-                "ownedBy": owned_by,
+                **owned_by,
                 "tags": {},
                 "token_type": "jwt",
             },
@@ -86,7 +88,7 @@ class Tokens(Area):
                     "subjectType": owner.type,
                     "subjectId": owner.id,
                     "expiry": iso(expiry),
-                    "tokenType": "pat",
+                    "tokenType": "jwt",
                     "createdAt": iso(now),
                     "updatedAt": iso(now),
                     "metadata": {},
