@@ -314,6 +314,46 @@ def _not_json(constant: str) -> t.NoReturn:
     raise ValueError(f"{constant} is not a JSON value")
 
 
+def without_null_optionals(value: t.Any, schema: t.Any) -> t.Any:
+    """The body with every optional, non-nullable field given as `null` left out: the
+    platform's SDK sends `null` for an optional field its caller set to `None`, and the
+    contract reads that as absent. A required field given as `null` stays, to be refused.
+    Returns `value` itself when nothing was left out."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items = [without_null_optionals(item, schema["items"]) for item in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if not isinstance(value, dict):
+        return value
+    variant = _discriminated_variant(value, schema)
+    if variant is not None:
+        return without_null_optionals(value, variant)
+    properties, required = schema.get("properties", {}), set(schema.get("required", ()))
+    out: dict[str, t.Any] = {}
+    for key, item in value.items():
+        sub = properties.get(key)
+        if sub is None:
+            out[key] = item  # not a field of the object: validation says so
+        elif item is None and key not in required and not sub.get("nullable"):
+            continue
+        else:
+            out[key] = without_null_optionals(item, sub)
+    changed = len(out) != len(value) or any(out[k] is not value[k] for k in out)
+    return out if changed else value
+
+
+def _discriminated_variant(value: dict, schema: dict) -> dict | None:
+    """The variant of a discriminated `oneOf` that the value's discriminator names."""
+    if "oneOf" not in schema or "discriminator" not in schema:
+        return None
+    prop = schema["discriminator"]["propertyName"]
+    for variant in schema["oneOf"]:
+        if value.get(prop) in variant.get("properties", {}).get(prop, {}).get("enum", ()):
+            return variant
+    return None
+
+
 def _body_problem(message: str) -> errors.InvalidRequest:
     return invalid_request([{"location": "body", "field": "", "message": message}])
 
@@ -359,10 +399,16 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             if self._required:
                 raise _body_problem("a JSON request body is required")
         else:
-            self._validate(body)
+            cleaned = without_null_optionals(body, self._schema)
+            self._validate(cleaned)
+            if cleaned is not body:
+                # The handler reads the body as the contract does: nulls read as absent.
+                raw = json.dumps(cleaned, ensure_ascii=False).encode()  # any size of int
+                messages = [{"type": "http.request", "body": raw, "more_body": False}]
+                length = None
         if length is None:
             # The WSGI side reads only as many bytes as Content-Length says: a chunked body,
-            # now read whole, is handed on with its length.
+            # now read whole (or rewritten without its nulls), is handed on with its length.
             kept = [
                 (name, value)
                 for name, value in scope["headers"]

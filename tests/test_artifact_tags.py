@@ -177,3 +177,11 @@ def test_force_must_be_a_boolean(api, store):
     assert "force" in {d["field"] for d in error["details"]}, error
     assert tags_of(store, v1) == ["production"]
     assert tags_of(store, v2) == []
+
+
+def test_force_given_null_is_read_as_absent_so_a_taken_tag_is_409(api, store):
+    # The platform's SDK sends `"force": null` when its caller leaves force as None.
+    first, second = stage(api, "churn"), stage(api, "churn")
+    assert apply(api, first, ["prod"]).status_code == 200
+    assert_error(apply(api, second, ["prod"], force=None), 409, 40901)
+    assert tags_of(store, first) == ["prod"]

@@ -246,3 +246,40 @@ def test_every_violation_is_reported_at_once(api, store):
     body = assert_error(stage(api, broken), 400, 40001)
     assert {"manifest.name", "manifest.source"} <= detail_fields(body), body
     assert version_count(store) == count
+
+
+# -- null read as absent (the platform's SDK sends null for an optional field set to None) -----
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        pytest.param("framework", id="model-framework"),
+        pytest.param("environment", id="model-environment"),
+        pytest.param("description", id="description"),
+        pytest.param("run_id", id="run-id"),
+    ],
+)
+def test_optional_field_given_null_is_read_as_absent(api, store, field):
+    response = stage(api, manifest(MODEL, **{field: None}))
+    assert response.status_code == 200, response.text
+    stored = store.world.artifact_versions[response.json()["id"]].manifest
+    assert field not in stored
+
+
+def test_null_inside_a_nested_optional_object_is_read_as_absent(api, store):
+    response = stage(api, manifest(MODEL, source={"type": "platform", "uri": None}))
+    assert response.status_code == 200, response.text
+    assert store.world.artifact_versions[response.json()["id"]].manifest["source"] == {
+        "type": "platform"
+    }
+
+
+@pytest.mark.parametrize(
+    "field", [pytest.param("name", id="name"), pytest.param("source", id="source")]
+)
+def test_required_field_given_null_is_400_and_stages_nothing(api, store, field):
+    before = version_count(store)
+    body = assert_error(stage(api, manifest(MODEL, **{field: None})), 400, 40001)
+    assert [d["field"] for d in body["details"]] == [f"manifest.{field}"]
+    assert version_count(store) == before
