@@ -264,6 +264,13 @@ def _grants(store: Store, r: dict) -> None:
 
 
 def _applications(store: Store, r: dict) -> None:
+    if "generate" in r:
+        store.deployments.generate_applications(
+            r["generate"],
+            workspace_name=r["workspace"],
+            created_by=_user(store, r.get("createdBy")),
+        )
+        return
     application = store.deployments.add_application(
         r["name"],
         type_=r["type"],

@@ -11,6 +11,7 @@ import pytest
 from mock_server import MockConfig, PlatformMock
 from mock_server.fixtures import FixtureError, check, default_fixtures, dump, load, parse
 from mock_server.state import Store
+from mock_server.state.deployments import check_manifest
 from mock_server.state.jobs import ENDED, RUN_STATUSES
 from mock_server.state.sources import Sources
 
@@ -156,6 +157,37 @@ def test_generated_runs_are_consistent():
         == (run.status in ENDED)
         for run in runs
     )
+
+
+GENERATED_APPS = "  - {generate: 30, workspace: ml-team}\n"
+
+
+def _generated_apps(seed: int = 0) -> list:
+    store = Store(seed, [*default_fixtures(), parse("applications:\n" + GENERATED_APPS)])
+    default = {"trainer", "chat-api", "legacy-etl", "reporting"}
+    apps = [a for a in store.world.applications.values() if a.name not in default]
+    return [(a, [store.world.deployments[d] for d in a.deployment_ids.values()]) for a in apps]
+
+
+def test_generated_applications_are_services_and_jobs_with_complete_manifests():
+    apps = _generated_apps()
+    assert {a.type for a, _ in apps} == {"service", "job"}
+    for application, deployments in apps:
+        for deployment in deployments:
+            check_manifest(deployment.manifest)  # raises when incomplete for its kind
+            assert deployment.manifest["type"] == application.type
+
+
+def test_generated_applications_use_some_of_the_worlds_secrets():
+    used = [d for _, deployments in _generated_apps() for d in deployments if d.secret_fqns]
+    assert used
+
+
+def test_generated_applications_follow_the_seed():
+    def names(seed: int) -> list[str]:
+        return [a.name for a, _ in _generated_apps(seed)]
+
+    assert names(1) == names(1) != names(2)
 
 
 def test_generated_runs_spread_over_every_status():

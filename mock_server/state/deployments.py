@@ -166,3 +166,100 @@ class Deployments(Area):
             "data": [d.to_api(self.world.applications[d.application_id]) for d in page],
             "pagination": {"total": len(matches), "offset": offset, "limit": limit},
         }
+
+    @locked
+    def generate_applications(
+        self, count: int, *, workspace_name: str, created_by: Subject
+    ) -> None:
+        """Add `count` realistic applications to a workspace: services and jobs of one to
+        three versions, each manifest complete for its kind (an image with a registry and a
+        tag, or built from a remote source; ports and replicas for a service; a manual or
+        scheduled trigger for a job), some referring to the world's secrets; jobs get runs."""
+        rng, faker = self.sources.random, self.sources.faker
+        workspace = self.store.identity.resource_named("workspace", workspace_name)
+        tenant = self.store.identity.tenant.name
+        secret_fqns = sorted(
+            secret.fqn
+            for group in self.world.secret_groups.values()
+            for secret in group.secrets.values()
+        )
+        taken = {a.name for a in self.world.applications.values()}
+        for _ in range(count):
+            kind = rng.choice(("service", "job"))
+            name = f"{faker.unique.domain_word()}-{'api' if kind == 'service' else 'batch'}"
+            if name in taken:
+                continue  # Faker's words ran into an existing name: one application fewer
+            taken.add(name)
+            application = self.add_application(
+                name, type_=kind, workspace_name=workspace.name, created_by=created_by
+            )
+            for version in range(1, rng.randint(1, 3) + 1):
+                manifest = _generated_manifest(kind, name, version, tenant, secret_fqns, rng)
+                self.add_deployment(application, manifest)
+            if kind == "job":
+                self.store.jobs.generate_runs(application, rng.randint(3, 30))
+
+
+def _generated_manifest(
+    kind: str, name: str, version: int, tenant: str, secret_fqns: list[str], rng: Any
+) -> dict[str, Any]:
+    """A realistic manifest of one version of a generated application."""
+    if rng.random() < 0.5:
+        image: dict[str, Any] = {
+            "type": "image",
+            "image_uri": f"registry.{tenant}.example/{name}:1.{version}.{rng.randint(0, 9)}",
+            "docker_registry": f"{tenant}:registry",
+        }
+    else:
+        image = {
+            "type": "build",
+            "build_source": {
+                "type": "remote",
+                "remote_uri": f"s3://{tenant}-builds/{name}-v{version}.tar.gz",
+            },
+            "build_spec": {
+                "type": "dockerfile",
+                "dockerfile_path": "Dockerfile",
+                "build_context_path": "./",
+                "command": f"python -m {name.replace('-', '_')}",
+            },
+        }
+    env: dict[str, str | None] = {"LOG_LEVEL": rng.choice(("debug", "info", "warning"))}
+    manifest: dict[str, Any] = {"image": image, "env": env}
+    if secret_fqns and rng.random() < 0.5:
+        secret = rng.choice(secret_fqns)
+        env[secret.rsplit(":", 1)[-1]] = f"{SECRET_REFERENCE_SCHEME}{secret}"
+    if secret_fqns and rng.random() < 0.3:
+        secret = rng.choice(secret_fqns)
+        manifest["mounts"] = [
+            {"type": "secret", "mount_path": f"/secrets/{secret.rsplit(':', 1)[-1].lower()}",
+             "secret_fqn": secret}
+        ]  # fmt: skip
+    manifest["resources"] = {
+        "cpu_request": rng.choice((0.25, 0.5, 1, 2)),
+        "cpu_limit": rng.choice((1, 2, 4)),
+        "memory_request": rng.choice((256, 512, 1000, 2000)),
+        "memory_limit": rng.choice((2000, 4000, 8000)),
+    }
+    if kind == "service":
+        port = rng.choice((3000, 5000, 8000, 8080))
+        exposed = rng.random() < 0.6
+        manifest["ports"] = [
+            {"port": port, "protocol": "TCP", "expose": exposed, "app_protocol": "http"}
+            | ({"host": f"{name}.{tenant}.example"} if exposed else {})
+        ]
+        manifest["replicas"] = rng.randint(1, 4)
+        manifest["readiness_probe"] = {
+            "config": {"type": "http", "path": "/health", "port": port},
+            "period_seconds": 10,
+        }
+    elif rng.random() < 0.5:
+        manifest["trigger"] = {"type": "manual"}
+    else:
+        manifest["trigger"] = {
+            "type": "scheduled",
+            "schedule": f"{rng.randint(0, 59)} {rng.randint(0, 23)} * * *",
+            "concurrency_policy": rng.choice(("Forbid", "Allow", "Replace")),
+            "timezone": "UTC",
+        }
+    return manifest
