@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from mock_server import fixtures
+from mock_server.state import Store
+
 pytest_plugins = ["pytester"]
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -53,3 +56,11 @@ def test_quickstart_is_two_commands():
 def test_ci_runs_the_readme_test_command_verbatim():
     ci = (README.parent / ".ci" / "run").read_text().splitlines()
     assert quickstart_commands()[1] in ci
+
+
+def test_fixture_example_loads_on_the_default_world():
+    section = README.read_text().split("## Fixtures", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    store = Store(0, [*fixtures.default_fixtures(), fixtures.parse(example, "README.md")])
+    nightly = store.deployments.application_named("nightly")
+    assert len(store.world.job_runs[nightly.id]) == 501
