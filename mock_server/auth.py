@@ -1,15 +1,20 @@
 """Bearer authentication: the server's JWTs, minted and checked, and the caller they name.
 
-Tokens are HS256 JWTs signed with the app's key. They carry the subject's id (`sub`), type and
-slug, and for personal access tokens the token id (`jti`), so that deleting or revoking a
-token takes effect at once. Expiry is checked against the store's clock, the same clock that
-stamped the token.
+Tokens are HS256 JWTs signed with the world's key, made from its seed. They carry the
+subject's id (`sub`), type and slug, and for personal access tokens the token id (`jti`),
+so that deleting or revoking a token takes effect at once. Expiry is checked against the
+store's clock, the same clock that stamped the token.
+
+Nothing may lock a user out: the development tokens the command line prints never expire
+on any world clock (no `nbf`, an `exp` past the last representable instant); the admin
+token is signed with the key the app started with and checked without the world's clock, so
+neither a re-seed nor a clock set to 2036 takes the admin API away.
 """
 
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import jwt
@@ -23,7 +28,9 @@ if TYPE_CHECKING:
 
 ISSUER = "platform-mock"
 ALGORITHM = "HS256"
-DEV_TOKEN_LIFETIME = timedelta(days=3650)
+# 10000-01-01T00:00:00Z: later than any instant a world clock (a Python datetime) can show.
+NEVER_EXPIRES = 253402300800
+TIME_CLAIMS = ("exp", "nbf", "iat")
 VERIFIED_CACHE_SIZE = 4096
 # The admin API's principal: not a subject of the world, so its token authenticates nowhere else.
 ADMIN = Subject(
@@ -60,6 +67,22 @@ class Signer:
             "nbf": int((not_before or issued_at).timestamp()),
             "exp": int(expires_at.timestamp()),
         }
+        return self._encode(claims, jwt_id)
+
+    def mint_long_lived(self, subject: Subject, *, issued_at: datetime) -> str:
+        """A token valid at every instant of any world clock: no `nbf`, and an `exp` no
+        clock reaches."""
+        claims: dict[str, Any] = {
+            "iss": ISSUER,
+            "sub": subject.id,
+            "subjectType": subject.type,
+            "subjectSlug": subject.slug,
+            "iat": int(issued_at.timestamp()),
+            "exp": NEVER_EXPIRES,
+        }
+        return self._encode(claims, None)
+
+    def _encode(self, claims: dict[str, Any], jwt_id: str | None) -> str:
         if jwt_id is not None:
             claims["jti"] = jwt_id
         return jwt.encode(claims, self.key, algorithm=ALGORITHM)
@@ -70,45 +93,58 @@ class Authenticator:
 
     def __init__(self, store: Store):
         self.store = store
-        # Signature checks by token: a client sends the same token again and again. Only the
-        # signature is remembered; time, subject and revocation are checked on every request.
-        self._verified: dict[str, dict[str, Any]] = {}
+        # The admin API's key is the one the app started with, whatever seed the world is
+        # reset to later: `platform-mock token --admin --seed N` names a server started so.
+        self.admin_signer = Signer(store.signer.key)
+        # Signature checks by (key, token): a client sends the same token again and again.
+        # Only the signature is remembered; time, subject and revocation are checked on every
+        # request, and a re-seed (a new key) forgets what the old key verified.
+        self._verified: dict[tuple[str, str], dict[str, Any]] = {}
 
     def authenticate(self, authorization: str | None) -> Caller:
         """The platform subject a request's bearer token names."""
-        return self._caller(self._claims(authorization))
+        claims = self._claims(authorization, self.store.signer.key)
+        now = self.store.sources.clock.now().timestamp()
+        if claims["exp"] <= now:
+            raise errors.ExpiredToken("Bearer token has expired")
+        if "nbf" in claims and claims["nbf"] > now:
+            raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
+        return self._caller(claims)
 
     def authenticate_admin(self, authorization: str | None) -> dict[str, Any]:
-        """The admin token's claims; any other valid token is refused with 403."""
-        claims = self._claims(authorization)
+        """The admin token's claims; any other valid token is refused with 403. The world's
+        clock does not apply: the admin API stays open whatever time the world shows."""
+        try:
+            claims = self._claims(authorization, self.admin_signer.key)
+        except errors.BadTokenSignature:
+            # Signed with the world's key after a re-seed: a platform subject's token.
+            self._claims(authorization, self.store.signer.key)
+            raise errors.PermissionDenied(
+                "The admin API needs the mock's admin token; this token names a platform subject"
+            ) from None
         if claims.get("subjectType") != ADMIN.type or claims.get("sub") != ADMIN.id:
             raise errors.PermissionDenied(
                 "The admin API needs the mock's admin token; this token names a platform subject"
             )
         return claims
 
-    def _claims(self, authorization: str | None) -> dict[str, Any]:
-        """The verified claims of a bearer header, or the matching 401."""
+    def _claims(self, authorization: str | None, key: str) -> dict[str, Any]:
+        """The claims of a bearer header verified with `key`, or the matching 401."""
         if not authorization:
             raise errors.MissingToken()
         scheme, _, token = authorization.strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise errors.MissingToken("Authorization header must be 'Bearer <token>'")
-        claims = self._verified.get(token)
+        claims = self._verified.get((key, token))
         if claims is None:
-            claims = self._verify(token)
+            claims = self._verify(token, key)
             if len(self._verified) >= VERIFIED_CACHE_SIZE:
                 self._verified.clear()
-            self._verified[token] = claims
-        now = self.store.sources.clock.now().timestamp()
-        if not isinstance(claims["exp"], int | float) or claims["exp"] <= now:
-            raise errors.ExpiredToken("Bearer token has expired")
-        if isinstance(claims.get("nbf"), int | float) and claims["nbf"] > now:
-            raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
+            self._verified[(key, token)] = claims
         return claims
 
-    def _verify(self, token: str) -> dict[str, Any]:
+    def _verify(self, token: str, key: str) -> dict[str, Any]:
         """The claims of a token whose form, algorithm, signature and issuer check out."""
         try:
             header = jwt.get_unverified_header(token)
@@ -121,7 +157,7 @@ class Authenticator:
         try:
             claims = jwt.decode(
                 token,
-                self.store.signer.key,
+                key,
                 algorithms=[ALGORITHM],
                 issuer=ISSUER,
                 # Time claims are checked below against the store's clock, not the wall clock.
@@ -136,6 +172,12 @@ class Authenticator:
             raise errors.BadTokenSignature("Bearer token signature does not verify") from None
         except jwt.InvalidTokenError as exc:
             raise errors.MalformedToken(f"Bearer token is not valid: {exc}") from None
+        for name in TIME_CLAIMS:
+            # JSON numbers PyJWT lets through: NaN, 1e400, true, a float of a second.
+            if name in claims and type(claims[name]) is not int:
+                raise errors.MalformedToken(
+                    f"Bearer token claim {name!r} must be a whole number of seconds"
+                )
         return claims
 
     def _caller(self, claims: dict[str, Any]) -> Caller:
@@ -146,7 +188,7 @@ class Authenticator:
         if caller is None:
             raise errors.UnknownTokenSubject(f"Bearer token subject {subject_id!r} does not exist")
         jwt_id = claims.get("jti")
-        if jwt_id is not None and not self.store.tokens.use(jwt_id):
+        if jwt_id is not None and not self.store.tokens.use(jwt_id, subject_id):
             raise errors.UnknownTokenSubject("Bearer token has been revoked or deleted")
         return caller
 
@@ -177,11 +219,9 @@ class Authenticator:
 
     def admin_token(self) -> str:
         """The token of the admin API, which no platform subject's token can stand in for."""
-        return self._long_lived(ADMIN)
+        return self.admin_signer.mint_long_lived(ADMIN, issued_at=self.store.sources.clock.start)
 
     def _long_lived(self, subject: Subject) -> str:
-        # Issued at the start of the world's clock, so the token stays valid across resets.
+        # Issued at the start of the world's clock, so the token is the same across resets.
         start = self.store.sources.clock.start
-        return self.store.signer.mint(
-            subject, issued_at=start, expires_at=start + DEV_TOKEN_LIFETIME
-        )
+        return self.store.signer.mint_long_lived(subject, issued_at=start)

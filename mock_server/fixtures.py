@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -196,8 +196,17 @@ def _tenant(store: Store, tenant: str | dict) -> None:
         store.identity.set_tenant(tenant["name"], tenant_id=tenant.get("id"))
 
 
+# The world's clock stays where time arithmetic has room (a token made at the last instant
+# of year 9999 would expire past what a datetime can hold) and after the Unix epoch (job-run
+# times are milliseconds since it).
+CLOCK_RANGE = (datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC))
+
+
 def _clock(store: Store, moment: str) -> None:
-    store.sources.clock.set(parse_iso(moment))
+    instant = parse_iso(moment)
+    if not CLOCK_RANGE[0] <= instant < CLOCK_RANGE[1]:
+        raise ValueError(f"the clock must be from 1970 up to (not including) 9000, not {moment}")
+    store.sources.clock.set(instant)
 
 
 def _users(store: Store, r: dict) -> None:

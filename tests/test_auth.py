@@ -10,6 +10,7 @@ import httpx
 import jwt
 import pytest
 
+from mock_server import MockConfig, PlatformMock
 from mock_server.auth import ALGORITHM, ISSUER
 from tests.conftest import CONTROL_PLANE, assert_error
 
@@ -151,3 +152,69 @@ def test_gateway_requires_a_token(anonymous, server):
         f"{server.gateway_url}/responses/resp_0000000000000000000000000000demo"
     )
     assert_error(response, 401, 40101)
+
+
+@pytest.mark.parametrize(
+    ("claim", "value"),
+    [
+        pytest.param("exp", float("nan"), id="exp-nan"),
+        pytest.param("exp", "4102444800", id="exp-numeric-string"),
+        pytest.param("exp", 4102444800.5, id="exp-fraction"),
+        pytest.param("exp", True, id="exp-boolean"),
+        pytest.param("nbf", float("nan"), id="nbf-nan"),
+        pytest.param("nbf", "0", id="nbf-numeric-string"),
+        pytest.param("iat", float("inf"), id="iat-infinite"),
+    ],
+)
+def test_time_claim_that_is_not_a_whole_number_is_401(anonymous, mock, claim, value):
+    body = assert_error(_get(anonymous, f"Bearer {_signed(mock, **{claim: value})}"), 401, 40102)
+    assert claim in body["message"]
+
+
+# -- no lock-out: clocks, re-seeds and token ids ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "clock",
+    [
+        pytest.param("2036-01-02T00:00:00Z", id="past-2036"),
+        pytest.param("8999-12-31T23:59:59Z", id="last-instant-a-clock-may-show"),
+        pytest.param("1999-01-01T00:00:00Z", id="before-the-start-of-the-world"),
+    ],
+)
+def test_printed_tokens_work_whatever_the_world_clock(anonymous, admin, mock, clock):
+    assert admin.post("/fixtures", json={"clock": clock}).status_code == 200
+    assert _get(anonymous, f"Bearer {mock.auth.dev_token()}").status_code == 200
+    assert admin.get("/journal").status_code == 200
+
+
+def test_admin_token_outlives_a_reset_after_a_late_clock(admin, mock):
+    assert admin.post("/fixtures", json={"clock": "2036-01-02T00:00:00Z"}).status_code == 200
+    assert admin.post("/reset").status_code == 200
+    assert admin.get("/journal").status_code == 200
+
+
+def test_after_a_reseed_the_token_command_for_that_seed_works(anonymous, admin):
+    assert admin.post("/reset", json={"seed": 7}).status_code == 200
+    seed_7 = PlatformMock(MockConfig(seed=7)).auth.dev_token()  # `platform-mock token --seed 7`
+    assert _get(anonymous, f"Bearer {seed_7}").status_code == 200
+
+
+def test_after_a_reseed_the_admin_token_still_opens_the_admin_api(admin):
+    assert admin.post("/reset", json={"seed": 7}).status_code == 200
+    assert admin.get("/journal").status_code == 200
+
+
+def test_after_a_reseed_a_token_of_the_old_seed_is_401(anonymous, admin, mock):
+    old = mock.auth.dev_token()
+    assert admin.post("/reset", json={"seed": 7}).status_code == 200
+    assert_error(_get(anonymous, f"Bearer {old}"), 401, 40104)
+
+
+def test_a_token_id_given_to_another_owner_does_not_revive_a_token(anonymous, api, admin):
+    # After a reset, a fixture gives bob's token the id alice's old token carried.
+    issued = api.get("/personal-access-tokens/ci").json()
+    assert admin.post("/reset").status_code == 200
+    bob_token = {"owner": "bob@acme.example", "name": "ci", "jwtId": issued["data"]["jwtId"]}
+    assert admin.post("/fixtures", json={"personalAccessTokens": [bob_token]}).status_code == 200
+    assert_error(_get(anonymous, f"Bearer {issued['token']}"), 401, 40105)

@@ -9,6 +9,7 @@ import pytest
 
 from mock_server import MockConfig, PlatformMock
 from mock_server.server import BackgroundServer
+from tests.conftest import assert_error
 
 
 def scenario(server: BackgroundServer) -> Iterator[bytes]:
@@ -75,10 +76,25 @@ def test_different_seed_gives_different_data(seed_7_runs):
     assert run(8) != first
 
 
-def test_reset_reproduces_a_fresh_world(mock, api):
-    before = api.get("/personal-access-tokens/ci").content
+def _without_token_ids(body: dict) -> dict:
+    record = {k: v for k, v in body["data"].items() if k not in ("jwtId", "jwts")}
+    return {"data": record, "created": body["created"]}
+
+
+def test_reset_reproduces_a_fresh_world_but_for_token_ids(mock, api):
+    before = api.get("/personal-access-tokens/ci").json()
     mock.store.reset()
-    assert api.get("/personal-access-tokens/ci").content == before
+    after = api.get("/personal-access-tokens/ci").json()
+    assert _without_token_ids(after) == _without_token_ids(before)
+    assert after["data"]["jwtId"] != before["data"]["jwtId"]
+
+
+def test_a_token_of_an_earlier_world_never_authenticates_again(mock, api):
+    old = api.get("/personal-access-tokens/ci").json()["token"]
+    mock.store.reset()
+    api.get("/personal-access-tokens/ci")  # the same request makes a token anew
+    response = api.get("/personal-access-tokens/other", headers={"Authorization": f"Bearer {old}"})
+    assert_error(response, 401, 40105)
 
 
 def test_two_apps_in_one_process_share_no_state():

@@ -353,3 +353,15 @@ def test_reset_with_an_extra_document_that_cannot_enter_keeps_the_world():
         mock.reset(extra=[clash])  # same seed: the rebuilt alice has that id again
 
     assert dump(mock.store) == before  # the token made since the last reset is still there
+
+
+@pytest.mark.parametrize(
+    "clock",
+    [
+        pytest.param("9999-12-31T23:59:59Z", id="no-room-for-a-token-lifetime"),
+        pytest.param("1969-12-31T23:59:59Z", id="before-the-unix-epoch"),
+    ],
+)
+def test_clock_outside_the_range_is_refused_with_file_and_line(clock):
+    with pytest.raises(FixtureError, match=r"clock.yaml:1: clock: the clock must be from 1970"):
+        Store(0, [parse(f"clock: '{clock}'\ntenant: acme\n", "clock.yaml")])

@@ -39,10 +39,20 @@ class Clock:
 class Sources:
     """Seeded id source, Faker and random generator of one store."""
 
-    def __init__(self, seed: int, epoch: datetime = DEFAULT_EPOCH, faker: Faker | None = None):
+    def __init__(
+        self,
+        seed: int,
+        epoch: datetime = DEFAULT_EPOCH,
+        faker: Faker | None = None,
+        generation: int = 0,
+    ):
         self.seed = seed
         self.clock = Clock(epoch)
         self.random = random.Random(seed)
+        # Token ids come from a stream of their own, one per world the store builds: a
+        # fresh app's first world is the same for one seed, and a later world never hands
+        # out a token id (so a token) of an earlier one. Other ids do not depend on it.
+        self.token_random = random.Random(f"{seed}:{generation}")
         # Building a Faker takes most of a reset; one reseeded and cleared gives the same data.
         self.faker = faker or Faker("en_US")
         self.faker.seed_instance(seed)
@@ -51,6 +61,10 @@ class Sources:
     def new_id(self, prefix: str) -> str:
         """A fresh id like `job-run-3f2a9c1b7d4e6f80`: prefix, then 16 seeded hex digits."""
         return f"{prefix}-{self.random.getrandbits(64):016x}"
+
+    def new_token_id(self, prefix: str) -> str:
+        """A fresh personal-access-token id, from the world's own token-id stream."""
+        return f"{prefix}-{self.token_random.getrandbits(64):016x}"
 
     def hex(self, digits: int) -> str:
         """Seeded hex digits, for ids in other formats (e.g. OpenAI's `resp_...`)."""

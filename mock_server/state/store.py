@@ -154,7 +154,11 @@ class Store:
         self.lock = threading.RLock()
         self.seed = seed
         self.initial_documents: list[Fixture] = list(documents)
+        self._signing_key = signing_key  # a key given outright outlives re-seeds
         self.signer = Signer(signing_key or default_key(seed))
+        # How many worlds this store has built: personal access token ids are drawn for each
+        # world apart, so that no id (and no token) of an earlier world comes back.
+        self.generation = -1
         self.identity: Identity = Identity(self)
         self.secrets: Secrets = Secrets(self)
         self.deployments: Deployments = Deployments(self)
@@ -169,19 +173,23 @@ class Store:
     def reset(self, seed: int | None = None, extra: Iterable[Fixture] = ()) -> None:
         """Rebuild the world from scratch: the initial documents (then `extra` ones), with
         the seed (a new one if given). Documents loaded since are dropped."""
+        from mock_server.auth import Signer, default_key
         from mock_server.fixtures import apply_document
 
         with self.lock:
-            before = (self.seed, self.world, self.sources)
+            before = (self.seed, self.world, self.sources, self.signer)
             if seed is not None:
                 self.seed = seed
-            self.sources = Sources(self.seed, faker=self.sources.faker)
+                # Keys follow the seed, as `platform-mock token --seed N` derives them.
+                self.signer = Signer(self._signing_key or default_key(seed))
+            self.generation += 1
+            self.sources = Sources(self.seed, faker=self.sources.faker, generation=self.generation)
             self.world = World()
             try:
                 for document in [*self.initial_documents, *extra]:
                     apply_document(self, document)
             except BaseException:  # an extra document that cannot enter: the world as it was
-                self.seed, self.world, self.sources = before
+                self.seed, self.world, self.sources, self.signer = before
                 raise
 
     def load(self, document: Fixture) -> None:

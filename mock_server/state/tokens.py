@@ -55,7 +55,9 @@ class Tokens(Area):
         expiry = now + TOKEN_LIFETIME
         holder = f"personal access token {name!r} of {owner.type} {owner.name!r}"
         token_id = self.new_id(holder, token_id, "pat")
-        jwt_id = self.new_id(f"the JWT of {holder}", jwt_id, "jti")
+        jwt_id = self.claim_id(
+            f"the JWT of {holder}", jwt_id, lambda: self.sources.new_token_id("jti")
+        )
         tenant = identity.tenant
         # The platform's SDK requires `team` whenever `ownedBy` is present: a token made
         # without teamName has no owner object at all.
@@ -137,10 +139,11 @@ class Tokens(Area):
         return {"data": record, "token": token.token, "created": created}
 
     @locked
-    def use(self, jwt_id: str) -> bool:
-        """Record that a token authenticated a request; False if it is unknown or revoked."""
+    def use(self, jwt_id: str, owner_id: str) -> bool:
+        """Record that a token authenticated a request; False if the world holds no live
+        token with that id owned by that subject (unknown, revoked, or another's id)."""
         for token in self.world.tokens.values():
-            if token.jwt_id == jwt_id and not token.revoked:
+            if token.jwt_id == jwt_id and token.owner_id == owner_id and not token.revoked:
                 token.record["lastAccessedAt"] = iso(self.sources.clock.now())
                 return True
         return False
