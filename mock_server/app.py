@@ -38,7 +38,7 @@ from mock_server import contract, errors, fixtures, handlers, wsgi
 from mock_server.auth import Authenticator
 from mock_server.faults import Faults
 from mock_server.handlers.context import EXTENSION
-from mock_server.journal import Journal
+from mock_server.journal import DEFAULT_BUDGET, Journal
 from mock_server.middleware import (
     FaultInjection,
     PathGuard,
@@ -72,6 +72,7 @@ class MockConfig:
     default_fixtures: bool = True
     gateway_prefix: str = "/gateway"
     signing_key: str | None = None
+    journal_budget: int = DEFAULT_BUDGET  # bytes the request journal may hold
 
 
 class PlatformMock:
@@ -84,9 +85,10 @@ class PlatformMock:
         documents += [fixtures.load(path) for path in self.config.fixtures]
         self.store = Store(self.config.seed, documents, self.config.signing_key)
         self.auth = Authenticator(self.store)
-        self.journal = Journal(operations=contract.operations())
+        self.journal = Journal(self.config.journal_budget, operations=contract.operations())
         self.faults = Faults(contract.operations())
         self.report = ContractReport(contract.operations())
+        self.report.journal_stats = self.journal.stats
         self.journal.observers.append(self.report.add)
         self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
         self._gateway_docs = f"{self.gateway_prefix}/docs"

@@ -4,15 +4,22 @@ Every request to the platform API is recorded once, including those rejected by 
 authentication or validation, with its operation, parameters, body, status, error and any
 injected fault. Admin API requests are not recorded. The vocabulary follows respx:
 `calls`, `call_count`, `last`, `assert_called`.
+
+Memory is bounded in bytes, not entries: an entry keeps the request body as the bytes that
+came (up to 64 KiB), read as JSON only when asked, and the journal drops its oldest entries
+once their sizes add up past its budget, counting what it dropped.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 if TYPE_CHECKING:
     from mock_server.contract import Operation
@@ -21,7 +28,8 @@ if TYPE_CHECKING:
 # method, no usable bearer token, unsupported body.
 VIOLATION_CODES = frozenset({40001, 40101, 40102, 40401, 40501, 41301, 41501})
 BODY_LIMIT = 64 * 1024  # bytes of a request body kept in the journal
-MAX_ENTRIES = 100_000  # the oldest entries go first, so a long load test keeps its memory
+DEFAULT_BUDGET = 32 * 1024 * 1024  # bytes of entries kept; the oldest go first
+ENTRY_OVERHEAD = 1024  # bytes an entry costs besides its variable parts (objects, dicts)
 
 
 @dataclass
@@ -34,7 +42,7 @@ class Entry:
     query: dict[str, list[str]]
     path_params: dict[str, str]
     headers: dict[str, str]
-    body: Any
+    raw_body: bytes  # as it came, cut at BODY_LIMIT
     operation_id: str | None
     status: int | None  # None when the connection was dropped on purpose
     code: int | None = None
@@ -43,6 +51,25 @@ class Entry:
     fault: str | None = None
     test: str | None = None
     duration_ms: float = 0.0
+
+    @property
+    def body(self) -> Any:
+        """The body: parsed if it is JSON that can be sent back as JSON (orjson refuses lone
+        surrogates and integers past 64 bits), else as text; None when there was none."""
+        return read_body(self.raw_body)
+
+    @property
+    def size(self) -> int:
+        """About how many bytes the entry holds, to keep the journal within its budget."""
+        text = (
+            len(self.path)
+            + len(self.message or "")
+            + sum(len(k) + sum(len(v) for v in values) for k, values in self.query.items())
+        )
+        text += sum(len(k) + len(v) for k, v in self.headers.items())
+        text += sum(len(k) + len(v) for k, v in self.path_params.items())
+        text += sum(64 + sum(len(str(v)) for v in d.values()) for d in self.details)
+        return ENTRY_OVERHEAD + len(self.raw_body) + 2 * text
 
     @property
     def violation(self) -> bool:
@@ -86,13 +113,17 @@ class Journal:
     """The ordered, thread-safe record of one mock's requests."""
 
     def __init__(
-        self, max_entries: int = MAX_ENTRIES, operations: Mapping[str, Operation] | None = None
+        self, budget: int = DEFAULT_BUDGET, operations: Mapping[str, Operation] | None = None
     ) -> None:
         # With the contract's operations, a query naming an operation or a parameter the
         # contract does not have is a mistake in the test, not a question with answer "none".
         self._operations = operations
         self._lock = threading.Lock()
-        self._entries: deque[Entry] = deque(maxlen=max_entries)
+        self.budget = budget
+        self._entries: deque[Entry] = deque()
+        self._bytes = 0
+        self.dropped = 0  # entries dropped to stay within the budget since the last clear
+        self.dropped_total = 0  # the same, over the life of the mock
         self._seq = 0
         self.label: str | None = None  # e.g. the current test, stamped on requests it starts
         self.observers: list[Callable[[Entry], None]] = []
@@ -105,12 +136,30 @@ class Journal:
     def record(self, entry: Entry) -> None:
         with self._lock:
             self._entries.append(entry)
+            self._bytes += entry.size
+            while self._bytes > self.budget and len(self._entries) > 1:
+                self._bytes -= self._entries.popleft().size
+                self.dropped += 1
+                self.dropped_total += 1
         for observer in self.observers:
             observer(entry)
+
+    def stats(self) -> dict[str, int]:
+        """The budget and what it cost, for the contract report."""
+        with self._lock:
+            return {"budgetBytes": self.budget, "droppedEntries": self.dropped_total}
+
+    @property
+    def bytes(self) -> int:
+        """About how many bytes the kept entries hold (at most `budget`, but for one)."""
+        with self._lock:
+            return self._bytes
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._bytes = 0
+            self.dropped = 0
 
     def __iter__(self) -> Iterator[Entry]:
         with self._lock:
@@ -189,6 +238,19 @@ class Journal:
         if not ranked:
             return "No request was recorded."
         return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
+
+
+def read_body(raw: bytes) -> Any:
+    """A request body as the journal shows it: JSON it can send back, else text, or None."""
+    if not raw:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        parsed = json.loads(text)
+        orjson.dumps(parsed)
+    except (ValueError, RecursionError, TypeError):
+        return text
+    return parsed
 
 
 def request_params(query: dict[str, list[str]], path_params: dict[str, str]) -> dict[str, Any]:

@@ -8,13 +8,11 @@ parameters, the error answered, the fault applied, whether to drop the connectio
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from typing import Any
 from urllib.parse import parse_qs, unquote_to_bytes
 
-import orjson
 from connexion.middleware import routing as connexion_routing
 from connexion.middleware.abstract import ROUTING_CONTEXT
 from starlette.datastructures import Headers
@@ -47,20 +45,6 @@ def _query(scope: Scope) -> dict[str, list[str]]:
     return mine["query"]
 
 
-def _body(raw: bytes) -> Any:
-    """The body as the journal keeps it: parsed if it is JSON the admin API can send back
-    (orjson refuses lone surrogates and integers past 64 bits), else as text."""
-    if not raw:
-        return None
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        parsed = json.loads(text)
-        orjson.dumps(parsed)
-    except (ValueError, RecursionError, TypeError):
-        return text
-    return parsed
-
-
 async def journaled(
     app: ASGIApp, journal: Journal, scope: Scope, receive: Receive, send: Send
 ) -> Any:
@@ -91,7 +75,7 @@ async def journaled(
                 query=_query(scope),
                 path_params=dict(mine.get("path_params", {})),
                 headers={k: headers[k] for k in KEPT_HEADERS if k in headers},
-                body=_body(bytes(body)),
+                raw_body=bytes(body),
                 operation_id=scope["extensions"].get(ROUTING_CONTEXT, {}).get("operation_id"),
                 status=None if mine.get("drop") else status,
                 code=error.code if error else None,

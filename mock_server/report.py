@@ -10,16 +10,18 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mock_server.contract import Operation
-from mock_server.journal import Entry
+from mock_server.journal import Entry, read_body
 
 UNROUTED = "(no operation)"
-MAX_VALUES = 20  # distinct values kept per parameter
+MAX_VALUES = 20  # distinct values kept per parameter, and unknown parameter names per operation
 MAX_VIOLATIONS = 50  # offending requests kept per operation
+MAX_SHOWN_BODY = 4096  # bytes of an offending request's body kept in the report
 
 
 @dataclass
@@ -29,6 +31,7 @@ class _Usage:
     parameters: dict[str, set[str]] = field(default_factory=dict)
     violations: list[dict[str, Any]] = field(default_factory=list)
     violation_count: int = 0
+    made_up: int = 0  # parameter names kept that the operation does not have
 
 
 class ContractReport:
@@ -38,17 +41,26 @@ class ContractReport:
         self._operations = operations
         self._lock = threading.Lock()
         self._usage: dict[str, _Usage] = {op: _Usage() for op in operations}
+        # What the journal's byte budget cost (set by the mock that owns both).
+        self.journal_stats: Callable[[], dict[str, int]] | None = None
+        self._absorbed_drops = 0
 
     def add(self, entry: Entry) -> None:
         with self._lock:
             usage = self._usage.setdefault(entry.operation_id or UNROUTED, _Usage())
             usage.calls += 1
             usage.statuses["dropped" if entry.status is None else str(entry.status)] += 1
+            declared = self._operations.get(entry.operation_id or "")
+            known = declared.parameters if declared else ()
             for name, values in [
                 *entry.query.items(),
                 *((k, [v]) for k, v in entry.path_params.items()),
             ]:
-                self._keep(usage.parameters.setdefault(name, set()), values)
+                # Names a client makes up are kept up to a cap: a flood of distinct query keys
+                # must not grow the report without bound.
+                if name in usage.parameters or name in known or usage.made_up < MAX_VALUES:
+                    usage.made_up += name not in usage.parameters and name not in known
+                    self._keep(usage.parameters.setdefault(name, set()), values)
             if entry.violation:
                 usage.violation_count += 1
                 self._keep_violations(
@@ -58,7 +70,7 @@ class ContractReport:
                             "test": entry.test,
                             "request": f"{entry.method} {entry.path}",
                             "query": entry.query,
-                            "body": entry.body,
+                            "body": _shown_body(entry.raw_body),
                             "status": entry.status,
                             "code": entry.code,
                             "message": entry.message,
@@ -88,6 +100,7 @@ class ContractReport:
                     self._keep(usage.parameters.setdefault(name, set()), values)
                 usage.violation_count += theirs["violations"]
                 self._keep_violations(usage, theirs["violatingRequests"])
+            self._absorbed_drops += other.get("journal", {}).get("droppedEntries", 0)
 
     @property
     def violation_count(self) -> int:
@@ -111,6 +124,8 @@ class ContractReport:
                     ],
                 }
             called = [op for op in self._operations if self._usage[op].calls]
+            journal = self.journal_stats() if self.journal_stats else {}
+            journal["droppedEntries"] = journal.get("droppedEntries", 0) + self._absorbed_drops
             return {
                 "summary": {
                     "requests": sum(u.calls for u in self._usage.values()),
@@ -120,6 +135,8 @@ class ContractReport:
                     "operationsNotCalled": [op for op in self._operations if op not in called],
                 },
                 "operations": operations,
+                # The report counts every request; the journal kept only the newest.
+                "journal": journal,
             }
 
     def text(self) -> str:
@@ -143,6 +160,13 @@ class ContractReport:
                 lines.append(f"    VIOLATION{where}: {violation['request']} -> {outcome}")
         if summary["operationsNotCalled"]:
             lines += ["", f"  never called: {', '.join(summary['operationsNotCalled'])}"]
+        dropped = report["journal"]["droppedEntries"]
+        if dropped:
+            lines += [
+                "",
+                f"  journal: dropped its {dropped} oldest entries to stay within its byte "
+                "budget (this report counts every request)",
+            ]
         return "\n".join(lines) + "\n"
 
     def write(self, path: str | Path) -> tuple[Path, Path]:
@@ -153,3 +177,12 @@ class ContractReport:
         json_path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
         text_path.write_text(self.text())
         return json_path, text_path
+
+
+def _shown_body(raw: bytes) -> Any:
+    """An offending request's body for the report: as the journal reads it, or, past
+    MAX_SHOWN_BODY bytes, its beginning as text with the full size."""
+    if len(raw) <= MAX_SHOWN_BODY:
+        return read_body(raw)
+    head = raw[:MAX_SHOWN_BODY].decode("utf-8", errors="replace")
+    return f"{head}... ({len(raw)} bytes in all)"

@@ -8,6 +8,7 @@ requests that broke the contract. The admin API itself is not journaled.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from mock_server import MockConfig, PlatformMock
 from mock_server.journal import Entry, Journal
+from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error
 
 TOKENS = "/personal-access-tokens/ci"
@@ -598,20 +601,74 @@ def test_concurrent_requests_are_each_recorded_once(server, mock, store, token):
     assert prefixes == sorted(f"p{t}-{i}" for t in range(20) for i in range(10))
 
 
-def test_journal_keeps_the_newest_entries_up_to_its_cap():
-    journal = Journal(max_entries=3)
+def _entry(journal: Journal, body: bytes = b"") -> Entry:
+    return Entry(
+        seq=journal.next_seq(),
+        method="POST",
+        path="/api/svc/v1/secrets/deployments",
+        query={},
+        path_params={},
+        headers={},
+        raw_body=body,
+        operation_id="listSecretDeployments",
+        status=200,
+    )
+
+
+def test_journal_keeps_the_newest_entries_within_its_byte_budget():
+    probe = Journal()
+    size = _entry(probe, b"x" * 1000).size
+    journal = Journal(budget=3 * size)
     for _ in range(5):
-        journal.record(
-            Entry(
-                seq=journal.next_seq(),
-                method="GET",
-                path="/",
-                query={},
-                path_params={},
-                headers={},
-                body=None,
-                operation_id=None,
-                status=200,
-            )
-        )
+        journal.record(_entry(journal, b"x" * 1000))
     assert [entry.seq for entry in journal] == [3, 4, 5]
+
+
+def test_journal_counts_what_it_dropped_and_a_clear_starts_over():
+    journal = Journal(budget=1)
+    for _ in range(4):
+        journal.record(_entry(journal))
+    assert (len(journal), journal.dropped) == (1, 3)
+    journal.clear()
+    assert (len(journal), journal.dropped, journal.bytes) == (0, 0, 0)
+
+
+def test_journal_reads_a_kept_body_as_json_only_when_asked():
+    journal = Journal()
+    journal.record(_entry(journal, b'{"secretIds": ["a"]}'))
+    entry = journal.last
+    assert entry is not None
+    assert (entry.raw_body, entry.body) == (b'{"secretIds": ["a"]}', {"secretIds": ["a"]})
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_flood_of_large_bodies_stays_within_the_budget_and_memory_stays_flat():
+    budget = 4 * 1024 * 1024
+    body = json.dumps({"secretIds": [f"s-{i:06d}" for i in range(5600)]}).encode()  # 64 KB
+    mock = PlatformMock(MockConfig(journal_budget=budget))
+    headers = {"Authorization": f"Bearer {mock.auth.dev_token()}"}
+    with (
+        BackgroundServer(mock) as server,
+        httpx.Client(base_url=server.url + CONTROL_PLANE, headers=headers) as api,
+    ):
+
+        def flood(count: int) -> None:
+            for _ in range(count):
+                response = api.post(
+                    "/secrets/deployments",
+                    content=body,
+                    headers={"content-type": "application/json"},
+                )
+                assert response.status_code == 200
+
+        flood(150)  # past the budget (150 x 64 KB = 9.6 MB): the level it keeps from here on
+        settled = _resident_bytes()
+        flood(600)  # another 38 MB of bodies
+        grown = _resident_bytes() - settled
+    assert mock.journal.bytes <= budget
+    assert mock.journal.dropped > 0
+    assert grown < 16 * 1024 * 1024, f"resident memory grew by {grown} bytes"

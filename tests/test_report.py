@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from mock_server import contract
-from mock_server.journal import Entry
-from mock_server.report import MAX_VIOLATIONS, UNROUTED, ContractReport
+from mock_server.journal import Entry, Journal
+from mock_server.report import MAX_VALUES, MAX_VIOLATIONS, UNROUTED, ContractReport
 from tests.test_cli import start
 
 TOKENS_PATH = "/api/svc/v1/personal-access-tokens/ci"
@@ -52,7 +52,7 @@ def entry(
         query=query or {},
         path_params=path_params or {},
         headers={},
-        body=body,
+        raw_body=body if isinstance(body, bytes) else json.dumps(body).encode() if body else b"",
         operation_id=operation_id,
         status=status,
         code=code,
@@ -187,6 +187,33 @@ def test_platform_error_that_keeps_the_contract_is_no_violation(report, status, 
     job_runs = result["operations"]["listJobRuns"]
     assert (job_runs["calls"], job_runs["violations"], job_runs["violatingRequests"]) == (1, 0, [])
     assert result["summary"]["violations"] == 0
+
+
+def test_made_up_parameter_names_are_kept_up_to_a_cap(report):
+    flood = {str(i): [""] for i in range(1000)}
+    result = fed(report, token_request(status=400, code=40001, query=flood))
+    kept = result["operations"]["getOrCreatePersonalAccessToken"]["parametersExercised"]
+    assert len([name for name in kept if name.isdigit()]) == MAX_VALUES
+    assert "name" in kept  # the operation's own parameters are kept whatever came before
+
+
+def test_large_offending_body_is_shown_cut_with_its_size(report):
+    body = b'{"secretIds": ["' + b"x" * 10_000 + b'"]}'
+    offending = entry(
+        "listSecretDeployments", "/api/svc/v1/secrets/deployments", method="POST",
+        body=body, status=400, code=40001, message="bad",
+    )  # fmt: skip
+    shown = fed(report, offending)["operations"]["listSecretDeployments"]["violatingRequests"]
+    assert shown[0]["body"].endswith(f"... ({len(body)} bytes in all)")
+
+
+def test_report_says_when_the_journal_dropped_entries(report):
+    journal = Journal(budget=1)
+    report.journal_stats = journal.stats
+    for _ in range(3):
+        journal.record(token_request())
+    assert report.to_dict()["journal"] == {"budgetBytes": 1, "droppedEntries": 2}
+    assert "journal: dropped its 2 oldest entries" in report.text()
 
 
 def test_violation_list_is_capped_but_every_violation_is_counted(report):
