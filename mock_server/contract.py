@@ -30,6 +30,7 @@ class Operation:
     operation_id: str
     statuses: frozenset[int]
     parameters: tuple[str, ...]  # those a request's URL carries: path and query
+    integers: frozenset[str] = frozenset()  # those of them whose value is one integer
 
     def check_parameters(self, names: Iterable[str]) -> None:
         """Raises ValueError naming any of `names` that is not a parameter of this operation
@@ -74,6 +75,12 @@ def operations() -> dict[str, Operation]:
                             p["name"]
                             for p in operation.get("parameters", [])
                             if p["in"] in ("path", "query")
+                        ),
+                        frozenset(
+                            p["name"]
+                            for p in operation.get("parameters", [])
+                            if p["in"] in ("path", "query")
+                            and p.get("schema", {}).get("type") == "integer"
                         ),
                     )
     return found

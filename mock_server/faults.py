@@ -17,6 +17,7 @@ from typing import Any
 from mock_server import errors
 from mock_server.contract import Operation
 from mock_server.journal import same_value
+from mock_server.validation import INTEGER_TEXT
 
 MAX_DELAY_MS = 60_000
 MAX_COUNT = 2**53 - 1  # after and times, like every integer of the contract
@@ -144,10 +145,14 @@ class Faults:
             raise FaultRefused(f"times must be 1 to {MAX_COUNT}, or None for always")
         if not 0 <= after <= MAX_COUNT:
             raise FaultRefused(f"after must be 0 to {MAX_COUNT}")
+        operation = self._operations[operation_id]
         try:
-            self._operations[operation_id].check_parameters(match or {})
+            operation.check_parameters(match or {})
         except ValueError as exc:  # a rule that could never apply
             raise FaultRefused(str(exc)) from None
+        match = {
+            k: _integer(k, v) if k in operation.integers else v for k, v in (match or {}).items()
+        }
         with self._lock:
             self._next += 1
             rule = Fault(
@@ -188,9 +193,13 @@ class Faults:
             if decision is not None:
                 return decision
         with self._lock:
+            integers = self._operations[operation_id].integers
             for rule in self._rules:
                 if rule.operation_id != operation_id or not all(
-                    same_value(params.get(k), v) for k, v in rule.match.items()
+                    _same_integer(params.get(k), v)
+                    if k in integers
+                    else same_value(params.get(k), v)
+                    for k, v in rule.match.items()
                 ):
                     continue
                 if rule.times is not None and rule.applied >= rule.times:
@@ -229,3 +238,24 @@ class Faults:
             ) from None
         error = None if status is None else error_for(operation_id, status)
         return Decision(delay, False, error, "prefer")
+
+
+def _integer(name: str, value: Any) -> int:
+    """A match value of an integer parameter as its integer: an int, or text in the query's
+    one grammar of integers (so `5` and `"05"` match `?limit=05` alike)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and INTEGER_TEXT.fullmatch(value):
+        return int(value)
+    raise FaultRefused(
+        f"match {name}: {value!r} is not a whole number (ASCII digits, with an optional leading -)"
+    )
+
+
+def _same_integer(actual: Any, expected: int) -> bool:
+    # Requests reach the fault rules validated: an integer parameter's text is in the grammar.
+    return (
+        isinstance(actual, str)
+        and INTEGER_TEXT.fullmatch(actual) is not None
+        and int(actual) == expected
+    )

@@ -112,13 +112,20 @@ async def journaled(
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# No operation has more than nine parameters, nor an array filter a client needs to repeat
+# more than a few dozen times. Past these, a query is refused before any work per key (the
+# validators downstream read the values of each key by a walk over the whole query).
+MAX_QUERY_PAIRS = 100
+MAX_REPEATS = 50
 
 
 class PathGuard:
     """Refuses, before routing, a path no parameter of the contract admits: one with a
     control character (the two routers below, Starlette's then Flask's, disagree on them,
     e.g. on a trailing line feed), or whose percent-escapes are not UTF-8 (the server would
-    read them as U+FFFD, so `%FF` and `%C0%AF` would name the same token)."""
+    read them as U+FFFD, so `%FF` and `%C0%AF` would name the same token). And a query with
+    more pairs, or one key more often, than any request of the contract needs, or whose
+    %-escapes are not UTF-8 (validation would see U+FFFD where the handler sees `%FF`)."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -131,7 +138,39 @@ class PathGuard:
                     f"Request does not conform to the API contract: the path {problem}",
                     details=[{"location": "path", "field": "", "message": problem}],
                 )
+            found = _query_problem(scope.get("query_string", b""))
+            if found:
+                field, problem = found
+                where = f"query {field}" if field else "the query"
+                raise errors.InvalidRequest(
+                    f"Request does not conform to the API contract: {where} {problem}",
+                    details=[{"location": "query", "field": field, "message": problem}],
+                )
         await self.app(scope, receive, send)
+
+
+def _query_problem(query: bytes) -> tuple[str, str] | None:
+    """What is wrong with a raw query string (the field and the problem), if anything."""
+    if not query:
+        return None
+    pairs = query.count(b"&") + 1
+    if pairs > MAX_QUERY_PAIRS:
+        return "", f"has {pairs} parameters; at most {MAX_QUERY_PAIRS} are read"
+    counts: dict[bytes, int] = {}
+    for pair in query.split(b"&"):
+        key, _, value = pair.partition(b"=")
+        counts[key] = counts.get(key, 0) + 1
+        for part in (key, value):
+            try:
+                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                name = key.decode("latin-1")
+                return name, "is not UTF-8 once its %-escapes are decoded"
+    for key, count in counts.items():
+        if count > MAX_REPEATS:
+            name = unquote_to_bytes(key).decode("utf-8")
+            return name, f"is given {count} times; at most {MAX_REPEATS} values are read"
+    return None
 
 
 def _path_problem(scope: Scope) -> str | None:

@@ -13,6 +13,7 @@ validator, whose errors explain each violation.
 from __future__ import annotations
 
 import json
+import math
 import re
 import typing as t
 from collections import Counter
@@ -229,19 +230,50 @@ class RepeatedKeysURIParser(OpenAPIURIParser):
         return OpenAPIURIParser._split(value, param_defn, _in)
 
 
+# The one grammar of numbers in a query: what JSON writes, with leading zeros allowed. Python's
+# int() and float() would also take `1_0`, ` 5`, `+5`, `inf` and digits of other scripts.
+INTEGER_TEXT = re.compile(r"-?[0-9]+")
+NUMBER_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+def number_problem(text: str, kind: str) -> str | None:
+    """Why a query value is not an integer or number as the contract writes them, if it is not."""
+    if kind == "integer" and not INTEGER_TEXT.fullmatch(text):
+        return f"{text!r} is not a whole number (ASCII digits, with an optional leading -)"
+    if kind == "number" and not (NUMBER_TEXT.fullmatch(text) and math.isfinite(float(text))):
+        return f"{text!r} is not a finite number (ASCII digits, an optional - and fraction)"
+    return None
+
+
+def _scalar_type(schema: dict) -> str | None:
+    """The type of a parameter's values: its own, or its items' for an array."""
+    if schema.get("type") == "array":
+        return (schema.get("items") or {}).get("type")
+    return schema.get("type")
+
+
 class ParameterValidator(ConnexionParameterValidator):
-    """Checks path, query and header parameters; unknown or repeated query keys are errors."""
+    """Checks path, query and header parameters; unknown or repeated query keys are errors,
+    and so is a number not written as the contract writes numbers."""
 
     def validate(self, scope: Scope) -> None:
         request = ConnexionRequest(scope, uri_parser=self.uri_parser)
         details: list[Detail] = []
         known = {p["name"]: p for p in self.parameters.get("query", [])}
-        raw_keys = [
-            key
-            for key, _ in parse_qsl(
-                scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
-            )
-        ]
+        pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        raw_keys = [key for key, _ in pairs]
+        misspelt: set[str] = set()
+        seen: Counter[str] = Counter()
+        for key, value in pairs:
+            param = known.get(key)
+            schema = param.get("schema", {}) if param else {}
+            kind = _scalar_type(schema)
+            problem = number_problem(value, kind) if kind in ("integer", "number") else None
+            field = f"{key}[{seen[key]}]" if schema.get("type") == "array" else key
+            seen[key] += 1
+            if problem and (key not in misspelt or field != key):
+                misspelt.add(key)
+                details.append({"location": "query", "field": field, "message": problem})
         for key in dict.fromkeys(raw_keys):
             param = known.get(key)
             if param is None:
@@ -269,6 +301,8 @@ class ParameterValidator(ConnexionParameterValidator):
         for location, values in sources.items():
             for param in self.parameters.get(location, []):
                 name = param["name"]
+                if location == "query" and name in misspelt:
+                    continue  # said above; its value as Python read it would mislead
                 value = values.get(name if location != "path" else name.replace("-", "_"))
                 details.extend(self._check(location, param, value))
         if details:
@@ -312,6 +346,28 @@ def is_unicode(value: t.Any) -> bool:
 def _not_json(constant: str) -> t.NoReturn:
     # Python's json module reads NaN and Infinity, which JSON does not have.
     raise ValueError(f"{constant} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: JSON text, but no number a client can mean
+        raise ValueError(f"{text} is out of the range of a number")
+    return value
+
+
+def read_json(text: str) -> t.Any:
+    """JSON text read strictly, the one reader of bodies and JSON-in-header values: no NaN,
+    Infinity or out-of-range number, no repeated key, no lone surrogate, bounded nesting.
+    Raises ValueError saying why."""
+    try:
+        value = json.loads(
+            text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=_unique_keys
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text) and not is_unicode(value):
+        raise ValueError("a \\u escape gives a lone surrogate, not a character")
+    return value
 
 
 def without_null_optionals(value: t.Any, schema: t.Any) -> t.Any:
@@ -425,15 +481,9 @@ class JSONBodyValidator(JSONRequestBodyValidator):
         except (UnicodeDecodeError, LookupError):
             raise _body_problem(f"is not valid {self._encoding} text") from None
         try:
-            body = json.loads(text, parse_constant=_not_json, object_pairs_hook=_unique_keys)
-        except (ValueError, RecursionError) as exc:
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise _body_problem(f"is not valid JSON: {reason}") from None
-        if _SURROGATE_ESCAPE.search(text) and not is_unicode(body):
-            raise _body_problem(
-                "is not valid JSON text: a \\u escape gives a lone surrogate, not a character"
-            )
-        return body
+            return read_json(text)
+        except ValueError as exc:
+            raise _body_problem(f"is not valid JSON: {exc}") from None
 
     def _validate(self, body: t.Any) -> None:
         details = violations(compiled(self._schema), body, "body")

@@ -226,6 +226,37 @@ def test_match_on_an_integer_query_parameter(api, mock, store):
     assert_error(api.get(path, params={"limit": 5}), 503, 50301)
 
 
+@pytest.mark.parametrize(
+    ("matched", "sent"),
+    [
+        pytest.param(5, "05", id="int-matches-leading-zero"),
+        pytest.param("05", "5", id="text-matches-the-same-integer"),
+        pytest.param("-0", "0", id="minus-zero-is-zero"),
+    ],
+)
+def test_integer_match_compares_integers_not_text(api, mock, store, matched, sent):
+    path = f"/jobs/{_job_id(store)}/runs"
+    mock.faults.add("listJobRuns", status=503, match={"offset": matched}, times=None)
+    assert_error(api.get(f"{path}?offset={sent}"), 503, 50301)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("1_0", id="underscore"),
+        pytest.param("+5", id="plus-sign"),
+        pytest.param(" 5", id="leading-space"),
+        pytest.param("\u0665", id="arabic-indic-digit"),
+        pytest.param(True, id="boolean"),
+        pytest.param(5.0, id="float"),
+    ],
+)
+def test_integer_match_outside_the_integer_grammar_is_refused(mock, value):
+    with pytest.raises(FaultRefused, match="limit"):
+        mock.faults.add("listJobRuns", status=503, match={"limit": value})
+    assert mock.faults.rules() == []
+
+
 def test_admin_match_on_a_boolean_query_parameter(admin, api, store):
     """`match` values may be JSON booleans (admin spec); they match `?forceDelete=true`."""
     added = admin.post(

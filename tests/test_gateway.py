@@ -193,6 +193,11 @@ def test_metadata_header_with_a_json_object_is_accepted(gateway):
         pytest.param("not json", id="not-json"),
         pytest.param("null", id="json-null"),
         pytest.param("42", id="json-number"),
+        pytest.param("[" * 1000, id="nested-a-thousand-deep"),
+        pytest.param('{"a": NaN}', id="nan"),
+        pytest.param('{"a": 1e400}', id="number-out-of-range"),
+        pytest.param('{"a": 1, "a": 2}', id="duplicate-key"),
+        pytest.param('{"a": "\\udfff"}', id="lone-surrogate"),
     ],
 )
 def test_metadata_header_that_is_not_a_json_object_is_400(gateway, header):
