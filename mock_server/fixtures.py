@@ -8,6 +8,8 @@ Every error names the file, the line and the field.
 from __future__ import annotations
 
 import copy
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -25,7 +27,14 @@ from mock_server.state.deployments import IncompleteManifest
 from mock_server.state.entities import Application, Caller, SecretGroup, Subject
 from mock_server.state.sources import from_epoch_ms, iso, parse_iso
 from mock_server.state.store import IdTaken
-from mock_server.validation import CompiledSchema, compiled, field_path, summary, violations
+from mock_server.validation import (
+    CompiledSchema,
+    compiled,
+    field_path,
+    is_unicode,
+    summary,
+    violations,
+)
 
 if TYPE_CHECKING:
     from mock_server.state.store import Store
@@ -61,11 +70,28 @@ def _validator() -> Draft202012Validator:
     )
 
 
+MAX_INTEGER = 2**53 - 1  # the largest integer every JSON client reads exactly
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML without aliases: an alias can make a document refer to itself (a recursive
+    structure no check survives) or multiply a few lines into millions of values."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.MarkedYAMLError(
+                problem=f"the alias *{event.anchor} is not allowed: fixtures repeat values in full",
+                problem_mark=event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
 def parse(text: str, source: str = "<fixture>") -> Fixture:
     """A fixture from YAML (or JSON) text, checked against the schema."""
     try:
         # One parse gives both the data and the node tree that knows each field's line.
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
         try:
             node = loader.get_single_node()
             data = loader.construct_document(node) if node is not None else None
@@ -74,7 +100,10 @@ def parse(text: str, source: str = "<fixture>") -> Fixture:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise FixtureError(f"{source}{line}: not valid YAML: {exc}") from None
+        # The parts of PyYAML's message that are about the text, not its "<unicode string>".
+        parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+        reason = ", ".join(p for p in parts if p) or str(exc)
+        raise FixtureError(f"{source}{line}: not valid YAML: {reason}") from None
     return check(data, source, node)
 
 
@@ -93,7 +122,38 @@ def check(data: Any, source: str = "<fixture>", node: yaml.Node | None = None) -
         raise FixtureError(
             "\n".join(f"{fixture.where(tuple(e.absolute_path))}: {e.message}" for e in problems)
         )
+    values = list(_unsendable_values(data, ()))
+    if values:
+        raise FixtureError("\n".join(f"{fixture.where(path)}: {why}" for path, why in values))
     return fixture
+
+
+def _unsendable_values(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple, str]]:
+    """Values no response of the contract can carry, wherever they are: integers past
+    2^53 - 1, numbers that are not finite, text that is not Unicode (a YAML escape can make
+    a lone surrogate), and anything that is not JSON (a YAML timestamp or binary)."""
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int):
+        if abs(value) > MAX_INTEGER:
+            yield path, f"{value} is past the largest integer, 2^53 - 1"
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            yield path, f"{value} is not a finite number"
+    elif isinstance(value, str):
+        if not is_unicode(value):
+            yield path, "is not Unicode text (a lone surrogate)"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                yield path, f"the key {key!r} is not text"
+            else:
+                yield from _unsendable_values(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _unsendable_values(item, (*path, index))
+    else:
+        yield path, f"a {type(value).__name__} is not a JSON value (quote it)"
 
 
 def load(path: str | Path) -> Fixture:
@@ -135,6 +195,11 @@ def _line_of(node: yaml.Node | None, path: tuple[Any, ...]) -> int | None:
 def apply_document(store: Store, fixture: Fixture) -> None:
     """Build the fixture's records in the store, section by section, in dependency order."""
     data = fixture.data
+    if store.world.tenant is None and "tenant" not in data and set(data) - {"clock"}:
+        raise FixtureError(
+            f"{fixture.where(('tenant',))}: is required in the first document of a "
+            "world (every record belongs to the tenant)"
+        )
     for section, apply in _SECTIONS:
         single = section in ("tenant", "clock")
         records = [data.get(section)] if single else data.get(section, [])
@@ -143,7 +208,7 @@ def apply_document(store: Store, fixture: Fixture) -> None:
                 continue
             try:
                 apply(store, record)
-            except (ValueError, KeyError, errors.PlatformError) as exc:
+            except (ValueError, KeyError, TypeError, errors.PlatformError) as exc:
                 message = exc.message if isinstance(exc, errors.PlatformError) else str(exc)
                 path = (section,) if single else (section, index)
                 if isinstance(exc, IdTaken):
@@ -324,6 +389,11 @@ def _applications(store: Store, r: dict) -> None:
 
 
 def _artifact_versions(store: Store, r: dict) -> None:
+    # Through the front door: the manifest is checked as the API checks a staging request.
+    schema = contract.component(contract.CONTROL_PLANE_SPEC, "ArtifactVersionManifest")
+    problems = violations(compiled(schema), r["manifest"], "manifest", ("manifest",))
+    if problems:
+        raise ValueError("; ".join(f"{p['field']}: {p['message']}" for p in problems))
     caller = _caller(store, r.get("as"))
     staged = store.artifacts.stage(
         caller,

@@ -148,7 +148,9 @@ def test_empty_world_serves_and_takes_fixtures_through_the_admin_api():
             base_url=urls["control"].removesuffix("/api/svc/v1") + "/__admin",
             headers={"Authorization": f"Bearer {urls['admin']}"},
         )
-        loaded = admin.post("/fixtures", json={"users": [{"email": "dana@acme.example"}]})
+        loaded = admin.post(
+            "/fixtures", json={"tenant": "acme", "users": [{"email": "dana@acme.example"}]}
+        )
         assert loaded.status_code == 200, loaded.text
         assert [u["email"] for u in admin.get("/state").json()["users"]] == ["dana@acme.example"]
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -365,3 +366,111 @@ def test_reset_with_an_extra_document_that_cannot_enter_keeps_the_world():
 def test_clock_outside_the_range_is_refused_with_file_and_line(clock):
     with pytest.raises(FixtureError, match=r"clock.yaml:1: clock: the clock must be from 1970"):
         Store(0, [parse(f"clock: '{clock}'\ntenant: acme\n", "clock.yaml")])
+
+
+# -- fixtures exactly as strict as the API ----------------------------------------------------
+
+RUN = "{status: FINISHED, createdAt: '2025-12-01T09:00:00Z', durationSeconds: 5"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            WORLD + f"    runs:\n      - {RUN}, totalRetries: {2**70}}}\n",
+            "applications[0].runs[0].totalRetries: 1180591620717411303424 is past the largest",
+            id="integer-past-2^53",
+        ),
+        pytest.param(
+            WORLD + f"    runs:\n      - {RUN[:-1]}1.0e+300}}\n",
+            "applications[0].runs[0].durationSeconds: 1e+300 is greater than the maximum",
+            id="duration-no-run-can-last",
+        ),
+        pytest.param(
+            WORLD + "    runs:\n      - {status: RUNNING, createdAt: 2025-12-01T09:00:00Z}\n",
+            "applications[0].runs[0].createdAt: datetime.datetime(2025, 12, 1, 9, 0, tzinfo",
+            id="unquoted-yaml-timestamp",
+        ),
+        pytest.param(
+            WORLD.replace(
+                "email: ada@acme.example", 'email: ada@acme.example\n    displayName: "A\\udfff"'
+            ),
+            "users[0].displayName: is not Unicode text",
+            id="lone-surrogate-escape",
+        ),
+        pytest.param(
+            WORLD + "modelResponses:\n  - {id: resp_x, temperature: .inf}\n",
+            "modelResponses[0]",
+            id="infinite-number",
+        ),
+    ],
+)
+def test_value_no_response_can_carry_is_refused_with_its_line(text, expected):
+    with pytest.raises(FixtureError, match=re.escape(expected)):
+        store_of(text)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "field"),
+    [
+        pytest.param("{resources: abc}", "manifest.resources", id="resources-a-string"),
+        pytest.param("{mounts: abc}", "manifest.mounts", id="mounts-a-string"),
+        pytest.param("{image: x}", "manifest.image", id="image-a-string"),
+        pytest.param("{replicas: 2}", "manifest.image", id="service-without-image"),
+    ],
+)
+def test_deployment_manifest_the_api_could_not_return_is_refused(manifest, field):
+    text = (
+        WORLD
+        + "  - {name: web, type: service, workspace: w1, "
+        + f"deployments: [{{manifest: {manifest}}}]}}\n"
+    )
+    with pytest.raises(FixtureError, match=rf"doc0.yaml:\d+: applications\[1\]: .*{field}"):
+        store_of(text)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        pytest.param("version: abc", "manifest.version", id="version-not-an-integer"),
+        pytest.param("step: -1", "manifest.step", id="negative-step"),
+        pytest.param("source: {uri: x}", "manifest.source.type", id="source-without-type"),
+    ],
+)
+def test_artifact_manifest_is_checked_as_a_staging_request(change, field):
+    manifest = (
+        f"{{type: artifact-version, name: a, ml_repo: repo, source: {{type: platform}}, {change}}}"
+    )
+    text = WORLD + f"artifactVersions:\n  - manifest: {manifest}\n"
+    with pytest.raises(FixtureError, match=rf"artifactVersions\[0\]: .*{re.escape(field)}"):
+        store_of(text)
+
+
+def test_yaml_alias_is_refused_with_its_line():
+    text = "tenant: acme\nusers:\n  - &ada {email: ada@acme.example}\n  - *ada\n"
+    with pytest.raises(FixtureError, match=r"bad.yaml:4: not valid YAML: .*alias \*ada"):
+        parse(text, "bad.yaml")
+
+
+def test_self_referencing_alias_is_refused():
+    with pytest.raises(FixtureError, match="alias"):
+        parse("tenant: acme\nusers: &loop [*loop]\n", "loop.yaml")
+
+
+def test_billion_laughs_is_refused_before_it_grows():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    with pytest.raises(FixtureError, match="alias"):
+        parse("\n".join(lines) + "\n", "laughs.yaml")
+
+
+def test_world_without_a_tenant_is_refused_with_file_line_and_field():
+    with pytest.raises(FixtureError, match=r"^solo.yaml:1: tenant: is required in the first"):
+        Store(0, [parse("users:\n  - email: ada@acme.example\n", "solo.yaml")])
+
+
+def test_yaml_error_names_the_file_not_a_unicode_string():
+    with pytest.raises(FixtureError) as raised:
+        parse("users:\n  - {email: a@b.c\n", "typo.yaml")
+    assert "typo.yaml:3" in str(raised.value)
+    assert "<unicode string>" not in str(raised.value)
