@@ -16,6 +16,7 @@ from typing import Any
 
 import connexion
 import orjson
+from connexion.datastructures import MediaTypeDict
 from connexion.exceptions import (
     NonConformingResponse,
     OAuthProblem,
@@ -32,6 +33,7 @@ from connexion.middleware.routing import RoutingMiddleware as ConnexionRoutingMi
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import Receive, Scope, Send
 
 from mock_server import contract, errors, fixtures, handlers, wsgi
@@ -51,6 +53,7 @@ from mock_server.report import ContractReport
 from mock_server.state import Store
 from mock_server.validation import (
     VALIDATOR_MAP,
+    JSONBodyValidator,
     RepeatedKeysURIParser,
     RequestValidationMiddleware,
     invalid_request,
@@ -61,6 +64,8 @@ logger = logging.getLogger(__name__)
 ADMIN_PREFIX = "/__admin"
 CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
 API_ROOT = "/api/"  # where the platform's API lives, whatever its version
+# Fixture documents are written in YAML; the admin API takes them as such (spec/admin.yaml).
+YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
 
 
 @dataclass
@@ -133,6 +138,46 @@ class _CompactJSON:
         return orjson.loads(data)
 
 
+class YAMLTextValidator(JSONBodyValidator):
+    """A YAML request body gets the size, media type and encoding checks of a JSON one, and
+    reaches its handler as text: the handler reads it with the fixture reader, whose errors
+    give the line of each problem, which the data parsed here would no longer know."""
+
+    def _decode(self, raw: bytes) -> Any:
+        if not raw and self._required:
+            raise _body_problem("a YAML request body is required")
+        if not raw:
+            return super()._decode(raw)
+        try:
+            return raw.decode(self._encoding)
+        except (UnicodeDecodeError, LookupError):
+            raise _body_problem(f"is not valid {self._encoding} text") from None
+
+    def _validate(self, body: Any) -> None:
+        pass  # the handler checks the document against the fixture schema
+
+
+def _body_problem(message: str) -> errors.InvalidRequest:
+    return invalid_request([{"location": "body", "field": "", "message": message}])
+
+
+BODY_VALIDATORS = MediaTypeDict(
+    {**VALIDATOR_MAP["body"], **dict.fromkeys(YAML_MEDIA_TYPES, YAMLTextValidator)}
+)
+
+
+class _MediaTypeChosen(logging.Filter):
+    """Drops Connexion's warning, on each request to an operation that takes several media
+    types (the admin API's fixtures), that it reads the body by one of them: it reads it by
+    the request's own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("this operation accepts multiple content types")
+
+
+logging.getLogger("connexion.operations.openapi3").addFilter(_MediaTypeChosen())
+
+
 def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     app = connexion.FlaskApp(
         __name__,
@@ -145,7 +190,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         ],
         strict_validation=True,
         validate_responses=True,
-        validator_map=VALIDATOR_MAP,
+        validator_map={**VALIDATOR_MAP, "body": BODY_VALIDATORS},
         security_map=mock.auth.security_map(),
         resolver=Resolver(function_resolver=handlers.resolve),
         pythonic_params=False,  # handlers.resolve converts the names
@@ -203,6 +248,10 @@ def render_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse
     notes(request.scope)["error"] = error
     headers: dict[str, Any] = dict(getattr(exc, "headers", None) or {})
     headers.pop("Content-Type", None)
+    if isinstance(error, errors.MethodNotAllowed):
+        allowed = allowed_methods(request.scope)
+        if allowed:
+            headers["Allow"] = ", ".join(allowed)
     return ConnexionResponse(
         status_code=error.status,
         mimetype="application/json",
@@ -210,3 +259,37 @@ def render_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse
         body=orjson.dumps(error.body()),
         headers=headers,
     )
+
+
+def allowed_methods(scope: Scope) -> list[str]:
+    """Every method the request's path takes (HEAD wherever GET is), read from Connexion's
+    router. Starlette's 405 names only the methods of the first route that matched the path,
+    and each operation is a route of its own: `/faults` would allow GET but not POST."""
+    stack = getattr(scope.get("app"), "middleware_stack", None) or ()
+    routing = next((m for m in stack if isinstance(m, ConnexionRoutingMiddleware)), None)
+    if routing is None:
+        return []
+    # A scope of its own: on the request's, routing may have moved root_path to a mount.
+    root = scope.get("app_root_path", scope.get("root_path", ""))
+    probe: Scope = {"type": "http", "method": "", "path": scope["path"], "root_path": root}
+    return sorted(_methods_of(routing.router, probe))
+
+
+def _methods_of(router: Router, scope: Scope) -> set[str]:
+    """The methods of the routes the path matches where Starlette would look for them: in
+    the first mount that takes the path, else in the router a mount passes unmatched paths
+    on to (an API mounted on the base path of another)."""
+    methods: set[str] = set()
+    route: BaseRoute
+    for route in router.routes:
+        match, child = route.matches(scope)
+        if match is Match.NONE:
+            continue
+        if isinstance(route, Mount):
+            if isinstance(route.app, Router):
+                return _methods_of(route.app, {**scope, **child})
+            return methods
+        methods.update(getattr(route, "methods", None) or ())
+    if not methods and isinstance(router.default, Router):
+        return _methods_of(router.default, scope)
+    return methods

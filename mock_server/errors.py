@@ -137,6 +137,11 @@ class FaultNotFound(PlatformError):
     default_message = "No fault rule with this id"
 
 
+class SubjectNotFound(PlatformError):
+    status, code = 404, 40409
+    default_message = "No subject by this name in the world"
+
+
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501

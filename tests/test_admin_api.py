@@ -7,9 +7,12 @@ token opens nothing on the platform API. Requests to it are not journaled.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import httpx
+import jwt
 import pytest
+import yaml
 
 from mock_server import PlatformMock
 from mock_server.app import MockConfig
@@ -139,7 +142,7 @@ def test_reset_clears_the_journal(admin, api, mock):
     assert admin.post("/reset").status_code == 200
 
     assert len(mock.journal) == 0
-    assert admin.get("/journal").json() == {"data": []}
+    assert admin.get("/journal").json()["data"] == []
 
 
 def test_reset_clears_the_faults(admin, api, mock, store):
@@ -585,3 +588,505 @@ def test_admin_swagger_ui_answers(anonymous):
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/html")
     assert "swagger" in response.text.lower()
+
+
+# -- every status an operation answers is in spec/admin.yaml -----------------------------------
+
+ADMIN_SPEC = yaml.safe_load(
+    (Path(__file__).resolve().parent.parent / "spec/admin.yaml").read_text()
+)
+METHODS = ("get", "put", "post", "delete", "patch")
+ADMIN_OPERATIONS = {
+    operation["operationId"]: (method.upper(), path, operation)
+    for path, item in ADMIN_SPEC["paths"].items()
+    for method, operation in item.items()
+    if method in METHODS
+}
+# A body each operation that takes one accepts, so that only what a test breaks is refused.
+ADMIN_BODIES = {
+    "adminReset": {},
+    "adminLoadFixtures": DANA_DOCUMENT,
+    "adminAddFault": {"operationId": "listJobRuns", "status": 503},
+    "adminMintToken": {"subject": "bob@acme.example"},
+}
+EVERY_OPERATION = [pytest.param(op, id=op) for op in ADMIN_OPERATIONS]
+BODY_OPERATIONS = [pytest.param(op, id=op) for op in ADMIN_BODIES]
+JUST_OVER_1_MIB = b'{"seed": 1' + b" " * (1024 * 1024) + b"}"
+
+
+def _documented(operation_id: str) -> set[int]:
+    return {int(status) for status in ADMIN_OPERATIONS[operation_id][2]["responses"]}
+
+
+def _send(client: httpx.Client, operation_id: str, **request) -> httpx.Response:
+    """The operation's request on the whole server's client, with what the test gives (a
+    path parameter names nothing the world holds)."""
+    method, path, _ = ADMIN_OPERATIONS[operation_id]
+    if operation_id in ADMIN_BODIES and "content" not in request:
+        request.setdefault("json", ADMIN_BODIES[operation_id])
+    return client.request(method, "/__admin" + path.format(id="fault-0"), **request)
+
+
+@pytest.fixture
+def changed(api, mock, store) -> None:
+    """A world every admin operation would change something of: a deleted secret group, a
+    fault rule and a journaled request."""
+    assert api.delete(_group_path(store, "llm-keys")).status_code == 200
+    mock.faults.add("listJobRuns", status=503, times=None)
+
+
+def _everything(admin: httpx.Client) -> tuple:
+    """What an admin request can change: the world, the fault rules and the journal."""
+    return _state(admin), admin.get("/faults").json(), admin.get("/journal").json()
+
+
+def test_every_admin_operation_that_takes_a_body_has_one_in_these_tests():
+    taking = {
+        op for op, (_, _, operation) in ADMIN_OPERATIONS.items() if "requestBody" in operation
+    }
+    assert taking == set(ADMIN_BODIES)
+
+
+@pytest.mark.parametrize("operation_id", EVERY_OPERATION)
+def test_every_admin_error_status_is_the_platform_error_body(operation_id):
+    responses = ADMIN_OPERATIONS[operation_id][2]["responses"]
+    for status, response in responses.items():
+        if int(status) >= 400:
+            name = response["$ref"].rsplit("/", 1)[-1]
+            content = ADMIN_SPEC["components"]["responses"][name]["content"]
+            assert content == {
+                "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+            }
+    assert {400, 401, 403, 500} <= _documented(operation_id)
+
+
+@pytest.mark.parametrize("operation_id", EVERY_OPERATION)
+def test_admin_operation_without_a_token_is_a_documented_401(
+    admin, anonymous, changed, operation_id
+):
+    before = _everything(admin)
+
+    assert_error(_send(anonymous, operation_id), 401, 40101)
+
+    assert 401 in _documented(operation_id)
+    assert _everything(admin) == before
+
+
+@pytest.mark.parametrize("operation_id", EVERY_OPERATION)
+def test_admin_operation_with_a_platform_token_is_a_documented_403(
+    admin, anonymous, changed, token, operation_id
+):
+    before = _everything(admin)
+
+    response = _send(anonymous, operation_id, headers={"Authorization": f"Bearer {token}"})
+
+    assert_error(response, 403, 40301)
+    assert 403 in _documented(operation_id)
+    assert _everything(admin) == before
+
+
+@pytest.mark.parametrize("operation_id", EVERY_OPERATION)
+def test_admin_operation_with_an_admin_token_of_another_key_is_a_documented_401(
+    admin, anonymous, changed, mock, operation_id
+):
+    claims = jwt.decode(mock.auth.admin_token(), options={"verify_signature": False})
+    forged = jwt.encode(claims, "not-the-mock-key" * 4, algorithm="HS256")
+    before = _everything(admin)
+
+    response = _send(anonymous, operation_id, headers={"Authorization": f"Bearer {forged}"})
+
+    assert_error(response, 401, 40104)
+    assert 401 in _documented(operation_id)
+    assert _everything(admin) == before
+
+
+@pytest.mark.parametrize("operation_id", EVERY_OPERATION)
+def test_admin_operation_with_an_unknown_query_parameter_is_a_documented_400(
+    admin, anonymous, changed, operation_id
+):
+    before = _everything(admin)
+
+    response = _send(anonymous, operation_id, params={"dryRun": "true"}, headers=admin.headers)
+
+    body = assert_error(response, 400, 40001)
+    assert [d["field"] for d in body["details"]] == ["dryRun"]
+    assert 400 in _documented(operation_id)
+    assert _everything(admin) == before
+
+
+@pytest.mark.parametrize("operation_id", BODY_OPERATIONS)
+def test_admin_body_that_is_not_json_is_a_documented_400(admin, anonymous, changed, operation_id):
+    before = _everything(admin)
+
+    response = _send(
+        anonymous,
+        operation_id,
+        content=b'{"seed": ',
+        headers={**admin.headers, "Content-Type": "application/json"},
+    )
+
+    body = assert_error(response, 400, 40001)
+    assert body["details"][0]["location"] == "body"
+    assert 400 in _documented(operation_id)
+    assert _everything(admin) == before
+
+
+@pytest.mark.parametrize("operation_id", BODY_OPERATIONS)
+def test_admin_body_over_1_mib_is_a_documented_413(admin, anonymous, changed, operation_id):
+    before = _everything(admin)
+
+    response = _send(
+        anonymous,
+        operation_id,
+        content=JUST_OVER_1_MIB,
+        headers={**admin.headers, "Content-Type": "application/json"},
+    )
+
+    assert_error(response, 413, 41301)
+    assert 413 in _documented(operation_id)
+    assert _everything(admin) == before
+
+
+@pytest.mark.parametrize("operation_id", BODY_OPERATIONS)
+def test_admin_body_of_a_media_type_it_does_not_take_is_a_documented_415(
+    admin, anonymous, changed, operation_id
+):
+    before = _everything(admin)
+
+    response = _send(
+        anonymous,
+        operation_id,
+        content=b"seed=7",
+        headers={**admin.headers, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+
+    assert_error(response, 415, 41501)
+    assert 415 in _documented(operation_id)
+    assert _everything(admin) == before
+
+
+def test_deleting_an_unknown_fault_rule_is_a_documented_404(admin, anonymous, changed):
+    before = _everything(admin)
+
+    response = _send(anonymous, "adminDeleteFault", headers=admin.headers)
+
+    assert_error(response, 404, 40408)
+    assert 404 in _documented("adminDeleteFault")
+    assert _everything(admin) == before
+
+
+# -- Allow names every method of the path ------------------------------------------------------
+
+
+def _allowed_by_spec(path: str) -> str:
+    methods = {method.upper() for method in ADMIN_SPEC["paths"][path] if method in METHODS}
+    return ", ".join(sorted(methods | ({"HEAD"} if "GET" in methods else set())))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(path, id=path.strip("/").replace("/", "-")) for path in ADMIN_SPEC["paths"]],
+)
+def test_options_on_an_admin_path_is_405_allowing_every_method_the_spec_gives(admin, changed, path):
+    before = _everything(admin)
+
+    response = admin.options(path.format(id="fault-0"))
+
+    assert_error(response, 405, 40501)
+    assert response.headers["allow"] == _allowed_by_spec(path)
+    assert _everything(admin) == before
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        pytest.param("OPTIONS", "/__admin/faults", "DELETE, GET, HEAD, POST", id="options-faults"),
+        pytest.param("PUT", "/__admin/faults", "DELETE, GET, HEAD, POST", id="put-faults"),
+        pytest.param("PATCH", "/__admin/journal", "DELETE, GET, HEAD", id="patch-journal"),
+        pytest.param("GET", "/__admin/reset", "POST", id="get-reset"),
+        pytest.param(
+            "OPTIONS", CONTROL_PLANE + "/secret-groups/group-0", "DELETE", id="options-secret-group"
+        ),
+        pytest.param(
+            "PUT", CONTROL_PLANE + "/personal-access-tokens/ci", "GET, HEAD", id="put-token"
+        ),
+        pytest.param(
+            "OPTIONS", "/gateway/responses/resp_0", "GET, HEAD", id="options-gateway-response"
+        ),
+    ],
+)
+def test_405_allow_names_every_method_the_path_takes(
+    admin, anonymous, changed, token, method, path, allowed
+):
+    before = _everything(admin)
+
+    response = anonymous.request(method, path, headers={"Authorization": f"Bearer {token}"})
+
+    assert_error(response, 405, 40501)
+    assert response.headers["allow"] == allowed
+    assert _everything(admin)[:2] == before[:2]  # the platform's 405 is journaled, as it should
+
+
+# -- fixtures in YAML --------------------------------------------------------------------------
+
+DANA_YAML = f"""\
+users:
+  - email: {DANA}
+    displayName: Dana Data
+grants:
+  - subject: "user:{DANA}"
+    role: workspace-viewer
+    resource: "workspace:ml-team"
+"""
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        pytest.param("application/yaml", id="application-yaml"),
+        pytest.param("text/yaml", id="text-yaml"),
+        pytest.param("application/x-yaml", id="application-x-yaml"),
+        pytest.param("application/yaml; charset=utf-8", id="with-charset"),
+        pytest.param("Application/YAML", id="any-case"),
+    ],
+)
+def test_yaml_fixture_is_loaded_like_json(admin, store, content_type):
+    response = admin.post(
+        "/fixtures", content=DANA_YAML.encode(), headers={"Content-Type": content_type}
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {}
+    dana = store.identity.subject_named("user", DANA)
+    assert dana.display_name == "Dana Data"
+    assert [u for u in _state(admin)["users"] if u["email"] == DANA]
+
+
+def test_yaml_fixture_gives_the_same_world_as_its_json(admin, store):
+    initial = _state(admin)
+    assert admin.post("/fixtures", json=DANA_DOCUMENT).status_code == 200
+    from_json = _state(admin)
+    assert admin.post("/reset").status_code == 200
+    assert _state(admin) == initial
+
+    response = admin.post(
+        "/fixtures", content=DANA_YAML.encode(), headers={"Content-Type": "application/yaml"}
+    )
+
+    assert response.status_code == 200, response.text
+    assert _state(admin) == from_json
+
+
+@pytest.mark.parametrize(
+    ("document", "mention"),
+    [
+        pytest.param(
+            "users:\n  - email: dana@acme.example\n    name: dana\n",
+            "request body:2: users[0]: Additional properties are not allowed ('name'",
+            id="schema-error-at-its-line",
+        ),
+        pytest.param(
+            "users:\n  - email: dana@acme.example\ngrants:\n  - subject: user:nobody@acme.example\n"
+            "    role: x-viewer\n    resource: tenant:acme\n",
+            "nobody@acme.example",
+            id="unknown-subject-after-a-valid-section",
+        ),
+        pytest.param("users: [\n", "request body:2: not valid YAML", id="not-yaml"),
+        pytest.param(
+            "a: &x 1\nb: *x\n", "request body:2: not valid YAML: the alias *x", id="alias"
+        ),
+        pytest.param(
+            "- email: dana@acme.example\n", "a fixture document must be a mapping", id="a-list"
+        ),
+        pytest.param("# nothing\n", "a fixture document must be a mapping", id="no-document"),
+    ],
+)
+def test_invalid_yaml_fixture_is_400_with_details_and_changes_nothing(
+    admin, changed, store, document, mention
+):
+    before = _everything(admin)
+
+    response = admin.post(
+        "/fixtures", content=document.encode(), headers={"Content-Type": "application/yaml"}
+    )
+
+    body = assert_error(response, 400, 40001)
+    assert body["details"], body
+    assert mention in body["message"] + " ".join(d["message"] for d in body["details"])
+    assert _everything(admin) == before
+    assert store.identity.find_subject("user", DANA) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(b"", "a YAML request body is required", id="empty"),
+        pytest.param(b"users: []\n\xff", "is not valid utf-8 text", id="not-utf-8"),
+    ],
+)
+def test_yaml_fixture_body_that_is_no_text_is_400_and_changes_nothing(
+    admin, changed, content, message
+):
+    before = _everything(admin)
+
+    response = admin.post(
+        "/fixtures", content=content, headers={"Content-Type": "application/yaml"}
+    )
+
+    body = assert_error(response, 400, 40001)
+    assert [d["message"] for d in body["details"]] == [message]
+    assert _everything(admin) == before
+
+
+def test_yaml_fixture_in_another_charset_is_415_and_changes_nothing(admin, changed):
+    before = _everything(admin)
+
+    response = admin.post(
+        "/fixtures",
+        content=DANA_YAML.encode("latin-1"),
+        headers={"Content-Type": "application/yaml; charset=latin-1"},
+    )
+
+    assert_error(response, 415, 41501)
+    assert _everything(admin) == before
+
+
+def test_yaml_fixture_over_1_mib_is_413_and_changes_nothing(admin, changed):
+    before = _everything(admin)
+    document = DANA_YAML + "#" * (1024 * 1024) + "\n"
+
+    response = admin.post(
+        "/fixtures", content=document.encode(), headers={"Content-Type": "application/yaml"}
+    )
+
+    assert_error(response, 413, 41301)
+    assert _everything(admin) == before
+
+
+def test_yaml_body_on_reset_is_415_and_changes_nothing(admin, changed):
+    before = _everything(admin)
+
+    response = admin.post(
+        "/reset", content=b"seed: 7\n", headers={"Content-Type": "application/yaml"}
+    )
+
+    assert_error(response, 415, 41501)
+    assert _everything(admin) == before
+
+
+# -- tokens ------------------------------------------------------------------------------------
+
+
+def _caller(server, token: str) -> dict:
+    """The subject a platform request with this token is served as (operation 5 names it)."""
+    response = httpx.get(
+        server.url + CONTROL_PLANE + "/personal-access-tokens/ci",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["data"]["createdBySubject"]
+
+
+@pytest.mark.parametrize(
+    ("reference", "type_", "name"),
+    [
+        pytest.param("bob@acme.example", "user", "bob@acme.example", id="user-by-email"),
+        pytest.param("user:carol@acme.example", "user", "carol@acme.example", id="user-by-type"),
+        pytest.param("team:ml-platform", "team", "ml-platform", id="team"),
+        pytest.param("virtualaccount:ci-bot", "virtualaccount", "ci-bot", id="virtual-account"),
+        pytest.param("agent:support-agent", "agent", "support-agent", id="agent"),
+    ],
+)
+def test_minted_token_authenticates_as_the_subject(admin, server, store, reference, type_, name):
+    subject = store.identity.subject_named(type_, name)
+
+    response = admin.post("/tokens", json={"subject": reference})
+
+    assert response.status_code == 200, response.text
+    assert response.json()["subject"] == subject.reference()
+    caller = _caller(server, response.json()["token"])
+    assert (caller["subjectType"], caller["subjectId"], caller["subjectSlug"]) == (
+        type_,
+        subject.id,
+        subject.slug,
+    )
+
+
+def test_minting_a_token_changes_nothing(admin, changed):
+    before = _everything(admin)
+
+    assert admin.post("/tokens", json={"subject": "bob@acme.example"}).status_code == 200
+
+    assert _everything(admin) == before
+
+
+def test_token_minted_after_a_reseed_works_where_the_first_one_no_longer_does(admin, mock, server):
+    original_seed = mock.store.seed
+    started_with = admin.post("/tokens", json={"subject": "bob@acme.example"}).json()["token"]
+    try:
+        assert admin.post("/reset", json={"seed": 7}).status_code == 200
+        stale = httpx.get(
+            server.url + CONTROL_PLANE + "/personal-access-tokens/ci",
+            headers={"Authorization": f"Bearer {started_with}"},
+        )
+        assert stale.status_code == 401, stale.text
+
+        response = admin.post("/tokens", json={"subject": "bob@acme.example"})
+
+        assert response.status_code == 200, response.text
+        bob = mock.store.identity.subject_named("user", "bob@acme.example")
+        assert _caller(server, response.json()["token"])["subjectId"] == bob.id
+    finally:
+        mock.reset(seed=original_seed)
+
+
+def test_token_for_a_subject_a_fixture_added_works(admin, server, store):
+    assert admin.post("/fixtures", json=DANA_DOCUMENT).status_code == 200
+
+    response = admin.post("/tokens", json={"subject": DANA})
+
+    assert response.status_code == 200, response.text
+    dana = store.identity.subject_named("user", DANA)
+    assert _caller(server, response.json()["token"])["subjectId"] == dana.id
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        pytest.param(DANA, id="unknown-user"),
+        pytest.param("team:no-such-team", id="unknown-team"),
+        pytest.param("agent:ml-platform", id="name-of-another-type"),
+        pytest.param("planet:mars", id="unknown-type"),
+        pytest.param(" ", id="blank"),
+    ],
+)
+def test_token_for_a_subject_the_world_does_not_have_is_404_and_changes_nothing(
+    admin, changed, reference
+):
+    before = _everything(admin)
+
+    body = assert_error(admin.post("/tokens", json={"subject": reference}), 404, 40409)
+
+    assert repr(reference) in body["message"]
+    assert [d["field"] for d in body["details"]] == ["subject"]
+    assert _everything(admin) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        pytest.param({}, "subject", id="no-subject"),
+        pytest.param({"subject": ""}, "subject", id="empty-subject"),
+        pytest.param({"subject": 7}, "subject", id="subject-not-a-string"),
+        pytest.param({"subject": None}, "subject", id="subject-null"),
+        pytest.param({"subject": "bob@acme.example", "admin": True}, "admin", id="unknown-field"),
+        pytest.param(["bob@acme.example"], "", id="not-an-object"),
+    ],
+)
+def test_malformed_token_request_is_400_and_changes_nothing(admin, changed, body, field):
+    before = _everything(admin)
+
+    response = assert_error(admin.post("/tokens", json=body), 400, 40001)
+
+    assert field in [d["field"] for d in response["details"]], response
+    assert _everything(admin) == before

@@ -573,7 +573,7 @@ def test_admin_delete_journal_clears_it(admin, mock, three_deletes):
     assert response.status_code == 200, response.text
     assert response.json() == {}
     assert len(mock.journal) == 0
-    assert admin.get("/journal").json() == {"data": []}
+    assert admin.get("/journal").json()["data"] == []
 
 
 # -- concurrency -------------------------------------------------------------------------------
@@ -672,3 +672,11 @@ def test_a_flood_of_large_bodies_stays_within_the_budget_and_memory_stays_flat()
     assert mock.journal.bytes <= budget
     assert mock.journal.dropped > 0
     assert grown < 16 * 1024 * 1024, f"resident memory grew by {grown} bytes"
+
+
+def test_admin_journal_says_what_the_budget_dropped(admin, api, mock, monkeypatch):
+    monkeypatch.setattr(mock.journal, "budget", 1)  # each new entry pushes out the one before
+    for _ in range(3):
+        api.get("/personal-access-tokens/ci")
+    body = admin.get("/journal").json()
+    assert (len(body["data"]), body["dropped"], body["budgetBytes"]) == (1, 2, 1)

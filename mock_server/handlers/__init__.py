@@ -27,6 +27,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     # spec/admin.yaml
     "adminReset": admin.reset,
     "adminLoadFixtures": admin.load_fixtures,
+    "adminMintToken": admin.mint_token,
     "adminGetState": admin.get_state,
     "adminGetJournal": admin.get_journal,
     "adminClearJournal": admin.clear_journal,

@@ -1,4 +1,5 @@
-"""Handlers of the admin API (`spec/admin.yaml`): world, fixtures, journal, faults, report."""
+"""Handlers of the admin API (`spec/admin.yaml`): world, fixtures, tokens, journal, faults,
+report."""
 
 from __future__ import annotations
 
@@ -14,15 +15,36 @@ def reset(body: dict[str, Any] | None = None) -> dict:
     return {}
 
 
-def load_fixtures(body: dict[str, Any]) -> dict:
+def load_fixtures(body: Any) -> dict:
     try:
-        mock().store.load(fixtures.check(body, "request body"))
+        if isinstance(body, bytes):
+            # YAML (validation let only UTF-8 text through), read as a fixture file is: each
+            # error gives the line of the field at fault.
+            document = fixtures.parse(body.decode("utf-8"), "request body")
+        else:
+            document = fixtures.check(body, "request body")
+        mock().store.load(document)
     except fixtures.FixtureError as exc:
         raise errors.InvalidRequest(
             "Fixture document is not valid: " + str(exc).splitlines()[0],
             details=[{"location": "body", "message": line} for line in str(exc).splitlines()],
         ) from None
     return {}
+
+
+def mint_token(body: dict[str, Any]) -> dict[str, Any]:
+    """A development token for a subject of the current world, named as `platform-mock token
+    --subject` and the pytest plugin's `token_for` name one: after a re-seed or a fixture
+    load, the tokens printed at start name subjects that may no longer exist."""
+    store = mock().store
+    try:
+        subject = store.identity.subject_by_reference(body["subject"])
+    except ValueError as exc:
+        raise errors.SubjectNotFound(
+            f"No subject {body['subject']!r} in this world: {exc}",
+            details=[{"location": "body", "field": "subject", "message": str(exc)}],
+        ) from None
+    return {"token": mock().auth.dev_token(subject), "subject": subject.reference()}
 
 
 def get_state() -> dict[str, Any]:
@@ -37,7 +59,12 @@ def get_journal(operation_id: str | None = None, status: int | None = None) -> d
             f"Request does not conform to the API contract: query operationId: {exc}",
             details=[{"location": "query", "field": "operationId", "message": str(exc)}],
         ) from None
-    return {"data": [e.to_dict() for e in found]}
+    journal = mock().journal
+    return {
+        "data": [e.to_dict() for e in found],
+        "dropped": journal.dropped,
+        "budgetBytes": journal.budget,
+    }
 
 
 def clear_journal() -> dict:
