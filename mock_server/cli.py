@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
+import os
+import re
+import signal
 import socket
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 # Connexion imports Starlette's test client, which warns about httpx at every start of the
 # command; the command never uses it.
@@ -17,13 +23,30 @@ warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testcli
 import uvicorn  # noqa: E402
 
 from mock_server import __version__, errors  # noqa: E402
-from mock_server.app import CONTROL_PLANE_PREFIX, MockConfig, PlatformMock  # noqa: E402
+from mock_server.app import (  # noqa: E402
+    ADMIN_PREFIX,
+    API_ROOT,
+    CONTROL_PLANE_PREFIX,
+    MockConfig,
+    PlatformMock,
+)
 from mock_server.fixtures import FixtureError  # noqa: E402
+from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
 from mock_server.server import bind, uvicorn_config  # noqa: E402
+from mock_server.validation import INTEGER_TEXT  # noqa: E402
 
 EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
+EXIT_USAGE = 2  # as argparse exits on a usage error
 EXIT_CANNOT_BIND = 3
+EXIT_FORCED = 128  # plus the signal's number, as a shell reports a process a signal ended
+# Paths the app answers itself whatever the gateway's prefix (mock_server.app): the platform
+# API's root, the admin API, and the Swagger UI (with its static files) and spec of the
+# control plane, whose base path is `/`. A gateway there would shadow them or be shadowed.
+RESERVED_PATHS = (API_ROOT.rstrip("/"), ADMIN_PREFIX, "/docs", "/openapi.json", "/openapi.yaml")
+# Characters a path segment holds unescaped with no meaning to the routers: `{}` would make
+# a route parameter of the prefix, and `%`, `?` or `#` a prefix no request path matches.
+PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 NO_USER = (
     "none: the world has no user (load fixtures with one; `platform-mock token` given the "
     "same fixtures and seed prints its token)"
@@ -43,7 +66,25 @@ def _world_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start from an empty world instead of the bundled default fixtures",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of ids, timestamps and data")
+    parser.add_argument(
+        "--seed", type=_whole_number, default=0, help="seed of ids, timestamps and data"
+    )
+
+
+def _whole_number(text: str) -> int:
+    """An integer option in the one grammar of integers (`int()` would take `1_0`, ` 5`)."""
+    if not INTEGER_TEXT.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number (ASCII digits, with an optional leading -)"
+        )
+    return int(text)
+
+
+def _mebibytes(text: str) -> int:
+    value = _whole_number(text)
+    if not 1 <= value <= 1024 * 1024:
+        raise argparse.ArgumentTypeError(f"{text} is not from 1 to 1048576 MiB")
+    return value * 1024 * 1024
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the control plane and the gateway")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument(
-        "--port", type=int, default=8080, help="port to bind; 0 picks a free one (default 8080)"
+        "--port",
+        type=_whole_number,
+        default=8080,
+        help="port to bind; 0 picks a free one (default 8080)",
     )
     serve.add_argument(
         "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
@@ -73,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on-violation",
         action="store_true",
         help=f"exit with status {EXIT_VIOLATIONS} if any request broke the contract",
+    )
+    serve.add_argument(
+        "--journal-budget",
+        metavar="MIB",
+        type=_mebibytes,
+        default=DEFAULT_BUDGET,
+        help="MiB the request journal may hold; the oldest entries go first (default 32)",
     )
     _world_options(serve)
 
@@ -94,6 +145,7 @@ def _config(args: argparse.Namespace) -> MockConfig:
         fixtures=args.fixtures,
         default_fixtures=not args.no_default_fixtures,
         gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
+        journal_budget=getattr(args, "journal_budget", DEFAULT_BUDGET),
     )
 
 
@@ -106,8 +158,73 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
+    """The exit status and one-line message refusing an option that could only fail once
+    serving (the port, the gateway prefix, the report's path), checked before the fixtures
+    load; None if the options can be used. For any command having these options."""
+    port = getattr(args, "port", None)
+    if port is not None and not 0 <= port <= 65535:
+        return EXIT_CANNOT_BIND, (
+            f"cannot listen on {args.host}:{port}: a port is a number from 0 to 65535"
+        )
+    prefix = getattr(args, "gateway_prefix", None)
+    problem = None if prefix is None else _gateway_prefix_problem(prefix)
+    if problem:
+        return EXIT_USAGE, f"--gateway-prefix {prefix!r}: {problem}"
+    report = getattr(args, "report", None)
+    problem = None if report is None else _report_problem(report)
+    if problem:
+        return EXIT_USAGE, f"--report {report!r}: {problem}"
+    return None
+
+
+def _gateway_prefix_problem(prefix: str) -> str | None:
+    path = "/" + prefix.strip("/")
+    if path == "/":
+        return "the gateway needs a path of its own (such as /gateway), not the root"
+    for reserved in RESERVED_PATHS:
+        if path == reserved or path.startswith(reserved + "/"):
+            return (
+                f"the mock serves {reserved} itself; the gateway needs a path outside "
+                f"{', '.join(RESERVED_PATHS[:-1])} and {RESERVED_PATHS[-1]}"
+            )
+    segments = path[1:].split("/")
+    if not all(PREFIX_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments):
+        return "each segment must be a name of letters, digits and . _ ~ -"
+    return None
+
+
+def _report_problem(report: str) -> str | None:
+    """Why the report and its summary could not be written at shutdown, if they could not.
+
+    Found by looking only: nothing is created, as the run may never get to the report. A
+    missing directory is no problem, the report creates it; its nearest existing ancestor
+    must be a directory the process may write in."""
+    json_path = Path(report)
+    if json_path.name in ("", ".."):
+        return "not a file name"
+    text_path = json_path.with_suffix(".txt")
+    # Compared regardless of case: on macOS and Windows, report.TXT is report.txt.
+    if str(text_path).casefold() == str(json_path).casefold():
+        return f"the summary is written beside the report as {text_path}, over the report"
+    for path in (json_path, text_path):
+        if path.is_dir():
+            return f"{path} is a directory"
+        if path.exists() and not os.access(path, os.W_OK):
+            return f"{path} is not writable"
+    directory = json_path.parent
+    while not directory.exists() and directory != directory.parent:
+        directory = directory.parent
+    if not directory.is_dir():
+        return f"{directory} is not a directory"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"cannot write in {directory}"
+    return None
+
+
 class _Server(uvicorn.Server):
-    """uvicorn, announcing when it is ready and exiting with 0 after a stop signal."""
+    """uvicorn, announcing when it is ready and exiting with 0 after a stop signal, and at
+    once after a second one."""
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -115,14 +232,33 @@ class _Server(uvicorn.Server):
         print("Press Ctrl-C to stop.", flush=True)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit:
+            # A second stop signal: the user will not wait out the requests in flight. Left
+            # to uvicorn, a second Ctrl-C would cancel them (a traceback, and a 500 to their
+            # clients) and a second SIGTERM would do nothing.
+            _exit_at_once(sig)
         super().handle_exit(sig, frame)
         # uvicorn re-raises captured signals after shutting down, which would end the
         # process with the signal's status; Ctrl-C and SIGTERM are a normal stop here.
         self._captured_signals.clear()
 
 
-def serve(args: argparse.Namespace) -> int:
+def _exit_at_once(sig: int) -> NoReturn:
+    """End the process now, from a signal handler: without the report, and without unwinding
+    the event loop, which would run the requests' cancellation. The kernel closes their
+    connections."""
+    # The interrupted code may be writing to these buffers: flushing them may fail, and the
+    # message goes around them.
+    with contextlib.suppress(OSError, RuntimeError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    message = f"platform-mock: second {signal.Signals(sig).name}, stopped at once without a report"
+    with contextlib.suppress(OSError):
+        os.write(sys.stderr.fileno(), message.encode() + b"\n")
+    os._exit(EXIT_FORCED + sig)
 
+
+def serve(args: argparse.Namespace) -> int:
     mock = PlatformMock(_config(args))
     try:
         sock = bind(args.host, args.port)
@@ -191,11 +327,18 @@ def token(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    refused = _refusal(args)
+    if refused:
+        status, message = refused
+        print(f"platform-mock: {message}", file=sys.stderr)
+        return status
     try:
         return serve(args) if args.command == "serve" else token(args)
     except FixtureError as exc:
         print(f"platform-mock: invalid fixtures:\n{exc}", file=sys.stderr)
         return EXIT_BAD_FIXTURES
+    except KeyboardInterrupt:  # Ctrl-C while loading fixtures or writing the report
+        return EXIT_FORCED + signal.SIGINT
 
 
 if __name__ == "__main__":

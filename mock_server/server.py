@@ -2,12 +2,15 @@
 
 `uvicorn_config` is shared by the command and `BackgroundServer`: it makes the HTTP parser
 answer the requests it rejects (unparsable, or headers over 64 KiB) with the platform error
-body too. `BackgroundServer` runs uvicorn on a daemon thread, bound to a free loopback port
-(tests, the pytest plugin), and returns once the server accepts connections.
+body too, and bounds a stop: a request still in flight `GRACEFUL_SHUTDOWN_SECONDS` after it
+(held by a delay fault) has its connection closed unanswered. `BackgroundServer` runs uvicorn
+on a daemon thread, bound to a free loopback port (tests, the pytest plugin), and returns once
+the server accepts connections.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -16,6 +19,7 @@ from typing import Any
 
 import orjson
 import uvicorn
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mock_server import errors
@@ -23,6 +27,7 @@ from mock_server.app import PlatformMock
 from mock_server.middleware import DROP
 
 MAX_HEADER_BYTES = 64 * 1024
+GRACEFUL_SHUTDOWN_SECONDS = 2
 
 
 class _HideDrops(logging.Filter):
@@ -83,11 +88,29 @@ class PlatformHttpProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
+class _DropWhenCancelled:
+    """The mock, closing the connection of a request that uvicorn cancels because a stop
+    outlasted its grace period. uvicorn would log the cancellation as an error with its
+    traceback and answer a 500 in the client's name, as if the mock had failed."""
+
+    def __init__(self, mock: PlatformMock):
+        self.mock = mock
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
+        try:
+            return await self.mock(scope, receive, send)
+        except asyncio.CancelledError:
+            # uvicorn cancels a request's task only when stopping. A response already begun
+            # is cut short all the same: uvicorn closes the connection on DROP.
+            return DROP
+
+
 def uvicorn_config(
     mock: PlatformMock, *, log_level: str = "warning", **options: Any
 ) -> uvicorn.Config:
+    options.setdefault("timeout_graceful_shutdown", GRACEFUL_SHUTDOWN_SECONDS)
     config = uvicorn.Config(
-        mock,
+        _DropWhenCancelled(mock),
         http=PlatformHttpProtocol,
         log_level=log_level,
         lifespan="off",

@@ -85,10 +85,13 @@ def test_sigterm_stops_cleanly(served):
     assert process.wait(timeout=15) == 0
 
 
-def test_gateway_prefix_option_moves_the_gateway():
-    process, urls = start("--port", "0", "--gateway-prefix", "/llm")
+@pytest.mark.parametrize(
+    "prefix", [pytest.param("/llm", id="one-segment"), pytest.param("/llm/v1", id="two-segments")]
+)
+def test_gateway_prefix_option_moves_the_gateway(prefix: str):
+    process, urls = start("--port", "0", "--gateway-prefix", prefix)
     try:
-        assert urls["gateway"].endswith("/llm")
+        assert urls["gateway"].endswith(prefix)
         response = httpx.get(
             urls["gateway"] + "/responses/resp_0000000000000000000000000000demo",
             headers={"Authorization": f"Bearer {urls['token']}"},
@@ -113,6 +116,153 @@ def test_port_in_use_exits_with_a_clear_message():
     assert result.returncode == 3
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# -- options refused before serving ----------------------------------------------------------
+
+
+def refused(*args: str) -> tuple[int, str]:
+    """Run `serve ARGS`, which should refuse them without serving: the exit status and the
+    one line it printed on stderr."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mock_server", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stdout == "", result.stdout  # no banner: it never served
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("platform-mock: "), result.stderr
+    return result.returncode, lines[0]
+
+
+@pytest.mark.parametrize(
+    "port",
+    [
+        pytest.param("99999", id="99999"),
+        pytest.param("65536", id="just-past-the-last"),
+        pytest.param("-1", id="negative"),
+    ],
+)
+def test_port_out_of_range_exits_3_with_one_line(port: str):
+    status, line = refused("--port", port)
+    assert status == 3
+    assert line == (
+        f"platform-mock: cannot listen on 127.0.0.1:{port}: a port is a number from 0 to 65535"
+    )
+
+
+def test_port_range_is_checked_before_the_fixtures_load(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("users:\n  - slug: no-email\n")
+    status, line = refused("--port", "99999", "--fixtures", str(bad))
+    assert status == 3 and "99999" in line
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        pytest.param("/", id="root"),
+        pytest.param("//", id="only-slashes"),
+        pytest.param("", id="empty"),
+        pytest.param("/api", id="api-root"),
+        pytest.param("/api/svc/v1", id="control-plane"),
+        pytest.param("/api/other", id="under-api"),
+        pytest.param("/__admin", id="admin"),
+        pytest.param("/__admin/gateway", id="under-admin"),
+        pytest.param("/docs", id="docs"),
+        pytest.param("/docs/gateway", id="under-docs"),
+        pytest.param("/openapi.json", id="control-plane-spec"),
+    ],
+)
+def test_gateway_prefix_on_a_path_of_the_mock_exits_2_with_one_line(prefix: str):
+    status, line = refused("--port", "0", "--gateway-prefix", prefix)
+    assert status == 2
+    assert line.startswith(f"platform-mock: --gateway-prefix {prefix!r}: ")
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        pytest.param("/llm//v1", id="empty-segment"),
+        pytest.param("/{tenant}", id="route-parameter"),
+        pytest.param("/llm%20v1", id="percent-escape"),
+        pytest.param("/llm/../v1", id="dot-dot"),
+    ],
+)
+def test_malformed_gateway_prefix_exits_2_with_one_line(prefix: str):
+    status, line = refused("--port", "0", "--gateway-prefix", prefix)
+    assert status == 2
+    assert line == (
+        f"platform-mock: --gateway-prefix {prefix!r}: "
+        "each segment must be a name of letters, digits and . _ ~ -"
+    )
+
+
+def test_report_path_whose_summary_is_itself_exits_2_with_one_line(tmp_path: Path):
+    report = tmp_path / "report.txt"
+    status, line = refused("--port", "0", "--report", str(report))
+    assert status == 2
+    assert line.startswith(f"platform-mock: --report {str(report)!r}: the summary is written")
+    assert not report.exists()
+
+
+def _file_as_parent(tmp_path: Path) -> Path:
+    (tmp_path / "file").write_text("")
+    return tmp_path / "file" / "report.json"
+
+
+def _directory_as_report(tmp_path: Path) -> Path:
+    (tmp_path / "report.json").mkdir()
+    return tmp_path / "report.json"
+
+
+def _directory_as_summary(tmp_path: Path) -> Path:
+    (tmp_path / "report.txt").mkdir()
+    return tmp_path / "report.json"
+
+
+def _read_only_directory(tmp_path: Path) -> Path:
+    (tmp_path / "locked").mkdir(mode=0o500)
+    return tmp_path / "locked" / "report.json"
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        pytest.param(_file_as_parent, "is not a directory", id="parent-is-a-file"),
+        pytest.param(_directory_as_report, "is a directory", id="report-is-a-directory"),
+        pytest.param(_directory_as_summary, "is a directory", id="summary-is-a-directory"),
+        pytest.param(
+            _read_only_directory,
+            "cannot write in",
+            id="read-only-directory",
+            marks=pytest.mark.skipif(
+                os.geteuid() == 0, reason="root may write in a read-only directory"
+            ),
+        ),
+    ],
+)
+def test_unwritable_report_path_exits_2_before_serving(tmp_path: Path, make, problem: str):
+    report = make(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    status, line = refused("--port", "0", "--report", str(report))
+    assert status == 2
+    assert line.startswith(f"platform-mock: --report {str(report)!r}: ") and problem in line
+    assert sorted(tmp_path.rglob("*")) == before  # looked, left nothing behind
+
+
+def test_report_in_a_missing_directory_is_written_there_at_shutdown(tmp_path: Path):
+    report = tmp_path / "not" / "yet" / "report.json"
+    process, _ = start("--port", "0", "--report", str(report))
+    try:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+    finally:
+        process.kill()
+        process.wait()
+    assert report.exists() and report.with_suffix(".txt").exists()
 
 
 def test_token_command_matches_a_server_with_the_same_seed(served):
@@ -195,3 +345,37 @@ def test_token_command_for_an_unknown_subject_exits_2_with_one_line():
     )
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == "platform-mock: no user named 'nobody@acme.example' in this world\n"
+
+
+def test_journal_budget_option_sets_the_journals_byte_budget():
+    process, urls = start("--port", "0", "--journal-budget", "1")
+    try:
+        response = httpx.get(
+            urls["control"].removesuffix("/api/svc/v1") + "/__admin/journal",
+            headers={"Authorization": f"Bearer {urls['admin']}"},
+        )
+        assert response.json()["budgetBytes"] == 1024 * 1024
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--port", "1_0"], id="port-underscore"),
+        pytest.param(["--port", "+80"], id="port-plus-sign"),
+        pytest.param(["--seed", " 5"], id="seed-leading-space"),
+        pytest.param(["--journal-budget", "0"], id="journal-budget-zero"),
+    ],
+)
+def test_integer_option_outside_the_integer_grammar_is_a_usage_error(args):
+    result = subprocess.run(
+        [sys.executable, "-m", "mock_server", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert f"argument {args[0]}" in result.stderr.splitlines()[-1]

@@ -1,9 +1,11 @@
-"""The `serve` process's lifecycle: a graceful stop under load, Ctrl-C, and where it listens.
+"""The `serve` process's lifecycle: a graceful stop under load, a stop bounded when a request
+outlasts it, a second stop signal, Ctrl-C, and where it listens.
 
 Each test starts `python -m mock_server serve --port 0` as a real process, reads what it
 prints until it is ready, and stops it with a signal. Every wait is bounded; the process is
-killed if a test fails half-way. Where the server listens is read from the kernel's table of
-TCP sockets (`/proc/net/tcp`, `/proc/net/tcp6`), so these tests need Linux.
+killed if a test fails half-way. Where the server listens, and whether it has read a
+request, are read from the kernel's tables of TCP sockets (`/proc/net/tcp`,
+`/proc/net/tcp6`) rather than guessed from a sleep, so these tests need Linux.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -22,12 +25,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mock_server.server import GRACEFUL_SHUTDOWN_SECONDS
+
 START_TIMEOUT = 30.0  # seconds for the process to say it is ready
 EXIT_TIMEOUT = 10.0  # seconds for the process to exit after a stop signal
 URL = re.compile(r"control plane: (?P<base>http://(?P<host>[^/]+):(?P<port>\d+))/api/svc/v1")
 ADMIN_TOKEN = re.compile(r"admin token:\s+(\S+)")
 TOKEN = re.compile(r"^  token:\s+(\S+)", re.MULTILINE)
 DELAY_MS = 500
+LONG_DELAY_MS = 20_000  # far longer than a stop waits for a request
 
 
 @dataclass
@@ -205,6 +211,119 @@ def test_ctrl_c_stops_the_server_with_status_0(launched):
     status, stderr = served.stop(signal.SIGINT)
     assert status == 0, stderr
     assert "Traceback" not in stderr
+
+
+# -- a stop that a request outlasts ------------------------------------------------------------
+
+
+@dataclass
+class HeldStop:
+    status: int
+    stderr: str
+    seconds: float  # from the last signal to the process's exit
+    client: str  # what the held request's client got: a status line, or what became of it
+
+
+def unread_bytes(port: int, client_port: int) -> int | None:
+    """Bytes the client on `client_port` sent that the server on `port` has not read yet
+    (in flight, or waiting in the server's receive queue), from the kernel's TCP tables;
+    None while the server's side of the connection is not there."""
+    sent = received = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        path = Path(table)
+        if not path.exists():
+            continue
+        for row in path.read_text().splitlines()[1:]:
+            fields = row.split()
+            local, remote = (int(a.rpartition(":")[2], 16) for a in fields[1:3])
+            tx_queue, rx_queue = (int(q, 16) for q in fields[4].split(":"))
+            if (local, remote) == (client_port, port):
+                sent = tx_queue
+            elif (local, remote) == (port, client_port):
+                received = rx_queue
+    return None if sent is None or received is None else sent + received
+
+
+def stop_holding_a_request(served: Served, *signals: signal.Signals) -> HeldStop:
+    """Send a request that a delay holds far longer than a stop waits, wait until the
+    server has read it, then send the signals, each once the previous one has stopped the
+    server listening (two signals pending at once would be merged into one)."""
+    held = socket.create_connection(("127.0.0.1", served.port), timeout=EXIT_TIMEOUT)
+    with held:
+        held.sendall(
+            b"GET /api/svc/v1/personal-access-tokens/ci HTTP/1.1\r\nHost: mock\r\n"
+            b"Authorization: Bearer %s\r\nPrefer: delay=%d\r\n\r\n"
+            % (served.token.encode(), LONG_DELAY_MS)
+        )
+        deadline = time.monotonic() + START_TIMEOUT
+        while unread_bytes(served.port, held.getsockname()[1]) != 0:
+            assert time.monotonic() < deadline, "the server did not read the request"
+            time.sleep(0.01)
+        for n, sig in enumerate(signals):
+            if n:
+                while listening_addresses(served.port):
+                    assert time.monotonic() < deadline, "the server kept listening"
+                    time.sleep(0.01)
+            signalled = time.monotonic()
+            served.process.send_signal(sig)
+        _, stderr = served.process.communicate(timeout=EXIT_TIMEOUT)
+        exited = time.monotonic()
+        try:
+            answer = held.recv(65536)
+            client = answer.split(b"\r\n")[0].decode() if answer else "closed, unanswered"
+        except ConnectionResetError:
+            client = "reset"
+    return HeldStop(served.process.returncode, stderr, exited - signalled, client)
+
+
+def test_sigterm_during_a_long_delay_exits_0_after_the_grace_period(launched, tmp_path: Path):
+    report = tmp_path / "report.json"
+    served = start("--report", str(report))
+    launched.append(served)
+    stop = stop_holding_a_request(served, signal.SIGTERM)
+    assert stop.status == 0, stop.stderr
+    # It waited for the held request, but not for its delay.
+    assert GRACEFUL_SHUTDOWN_SECONDS - 0.5 < stop.seconds < GRACEFUL_SHUTDOWN_SECONDS + 1.5
+    assert report.exists()  # a stop cut short still writes the report
+    assert "Traceback" not in stop.stderr
+
+
+def test_request_outlasting_the_grace_period_gets_its_connection_closed(launched):
+    served = start()
+    launched.append(served)
+    stop = stop_holding_a_request(served, signal.SIGTERM)
+    assert stop.client == "closed, unanswered"  # not a 500 in the mock's name
+    assert "Traceback" not in stop.stderr
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "status"),
+    [
+        pytest.param(signal.SIGINT, signal.SIGINT, 130, id="ctrl-c-twice"),
+        pytest.param(signal.SIGTERM, signal.SIGTERM, 143, id="sigterm-twice"),
+        pytest.param(signal.SIGTERM, signal.SIGINT, 130, id="sigterm-then-ctrl-c"),
+    ],
+)
+def test_second_stop_signal_exits_at_once_with_one_line(
+    launched, tmp_path: Path, first: signal.Signals, second: signal.Signals, status: int
+):
+    report = tmp_path / "report.json"
+    served = start("--report", str(report))
+    launched.append(served)
+    stop = stop_holding_a_request(served, first, second)
+    assert stop.status == status, stop.stderr
+    assert stop.seconds < 1.0  # not waiting out the grace period
+    assert stop.stderr == (
+        f"platform-mock: second {second.name}, stopped at once without a report\n"
+    )
+    assert not report.exists()
+
+
+def test_second_ctrl_c_closes_the_held_requests_connection(launched):
+    served = start()
+    launched.append(served)
+    stop = stop_holding_a_request(served, signal.SIGINT, signal.SIGINT)
+    assert stop.client == "closed, unanswered"  # not uvicorn's 500 for a cancelled request
 
 
 # -- where it listens ---------------------------------------------------------------------------
