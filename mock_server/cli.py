@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 import sys
+import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -197,9 +198,10 @@ def _gateway_prefix_problem(prefix: str) -> str | None:
 def _report_problem(report: str) -> str | None:
     """Why the report and its summary could not be written at shutdown, if they could not.
 
-    Found by looking only: nothing is created, as the run may never get to the report. A
-    missing directory is no problem, the report creates it; its nearest existing ancestor
-    must be a directory the process may write in."""
+    A missing directory is no problem, the report creates it; its nearest existing ancestor
+    must be a directory the process may write in. Permissions say little to root (who may
+    write anywhere, but not in /proc), so the directory is then tried for real with a file
+    made and removed at once; only the directories the report needs anyway may be left."""
     json_path = Path(report)
     if json_path.name in ("", ".."):
         return "not a file name"
@@ -219,6 +221,12 @@ def _report_problem(report: str) -> str | None:
         return f"{directory} is not a directory"
     if not os.access(directory, os.W_OK | os.X_OK):
         return f"cannot write in {directory}"
+    try:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=json_path.parent):
+            pass
+    except OSError as exc:
+        return f"cannot write in {json_path.parent}: {exc.strerror or exc}"
     return None
 
 
@@ -292,7 +300,11 @@ def _finish(mock: PlatformMock, args: argparse.Namespace) -> int:
     """Write the contract report, and say whether the clients kept the contract."""
     violations = mock.report.violation_count
     if args.report:
-        json_path, text_path = mock.report.write(args.report)
+        try:
+            json_path, text_path = mock.report.write(args.report)
+        except OSError as exc:  # checked at start; the disk may have changed since
+            print(f"platform-mock: cannot write the contract report: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         print(f"platform-mock: contract report written to {json_path} and {text_path}")
     if violations:
         print(f"platform-mock: {violations} request(s) broke the contract", file=sys.stderr)

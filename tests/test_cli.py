@@ -223,9 +223,9 @@ def _directory_as_summary(tmp_path: Path) -> Path:
     return tmp_path / "report.json"
 
 
-def _read_only_directory(tmp_path: Path) -> Path:
-    (tmp_path / "locked").mkdir(mode=0o500)
-    return tmp_path / "locked" / "report.json"
+def _directory_no_one_may_write(tmp_path: Path) -> Path:
+    # Not a read-only directory: root writes in those. In /proc, no one may make a file.
+    return Path("/proc/platform-mock-report/report.json")
 
 
 @pytest.mark.parametrize(
@@ -234,14 +234,7 @@ def _read_only_directory(tmp_path: Path) -> Path:
         pytest.param(_file_as_parent, "is not a directory", id="parent-is-a-file"),
         pytest.param(_directory_as_report, "is a directory", id="report-is-a-directory"),
         pytest.param(_directory_as_summary, "is a directory", id="summary-is-a-directory"),
-        pytest.param(
-            _read_only_directory,
-            "cannot write in",
-            id="read-only-directory",
-            marks=pytest.mark.skipif(
-                os.geteuid() == 0, reason="root may write in a read-only directory"
-            ),
-        ),
+        pytest.param(_directory_no_one_may_write, "cannot write in", id="unwritable-directory"),
     ],
 )
 def test_unwritable_report_path_exits_2_before_serving(tmp_path: Path, make, problem: str):
