@@ -58,33 +58,28 @@ class Signer:
         jwt_id: str | None = None,
         not_before: datetime | None = None,
     ) -> str:
-        claims: dict[str, Any] = {
-            "iss": ISSUER,
-            "sub": subject.id,
-            "subjectType": subject.type,
-            "subjectSlug": subject.slug,
-            "iat": int(issued_at.timestamp()),
-            "nbf": int((not_before or issued_at).timestamp()),
-            "exp": int(expires_at.timestamp()),
-        }
-        return self._encode(claims, jwt_id)
+        return self._encode(
+            subject,
+            issued_at,
+            nbf=int((not_before or issued_at).timestamp()),
+            exp=int(expires_at.timestamp()),
+            **({"jti": jwt_id} if jwt_id is not None else {}),
+        )
 
     def mint_long_lived(self, subject: Subject, *, issued_at: datetime) -> str:
         """A token valid at every instant of any world clock: no `nbf`, and an `exp` no
         clock reaches."""
-        claims: dict[str, Any] = {
+        return self._encode(subject, issued_at, exp=NEVER_EXPIRES)
+
+    def _encode(self, subject: Subject, issued_at: datetime, **claims: Any) -> str:
+        claims = {
             "iss": ISSUER,
             "sub": subject.id,
             "subjectType": subject.type,
             "subjectSlug": subject.slug,
             "iat": int(issued_at.timestamp()),
-            "exp": NEVER_EXPIRES,
+            **claims,
         }
-        return self._encode(claims, None)
-
-    def _encode(self, claims: dict[str, Any], jwt_id: str | None) -> str:
-        if jwt_id is not None:
-            claims["jti"] = jwt_id
         return jwt.encode(claims, self.key, algorithm=ALGORITHM)
 
 
