@@ -452,3 +452,51 @@ def test_openai_client_unknown_response_is_its_not_found_error(server, token):
     ):
         gateway.responses.retrieve("resp_nope")
     assert raised.value.status_code == 404
+
+
+# A world at the edges of what the fixture schema lets through: every value must still be
+# one the contract can return and the SDK read (the fixture bounds agree with the spec's).
+EDGE_WORLD = {
+    "users": [{"email": "e" * 1000 + "@acme.example", "displayName": "E" * 5000}],
+    "applications": [
+        {
+            "name": "e" * 128,
+            "type": "job",
+            "workspace": "ml-team",
+            "deployments": [
+                {
+                    "manifest": {
+                        "image": {"type": "image", "image_uri": "r/e:1"},
+                        "trigger": {"type": "manual"},
+                        "retries": 10,
+                    }
+                }
+            ],
+            "runs": [
+                {
+                    "status": "FAILED",
+                    "createdAt": "1970-01-01T00:00:00Z",
+                    "durationSeconds": 1_000_000_000,
+                    "totalRetries": 2**53 - 1,
+                    "exitCode": -(2**53 - 1),
+                    "triggeredBy": "e" * 1000 + "@acme.example",
+                },
+                {"status": "RUNNING", "createdAt": "8999-12-31T23:59:59Z", "totalRetries": 0},
+            ],
+        }
+    ],
+    "modelResponses": [
+        {"id": "resp_edge", "maxOutputTokens": 2**53 - 1, "temperature": 2, "text": ""}
+    ],
+}
+
+
+def test_a_world_at_the_fixture_bounds_is_served_and_read_by_the_sdk(mock, api, gateway):
+    mock.reset(extra=[fixtures.check(EDGE_WORLD, "edge")])
+    job = mock.store.deployments.application_named("e" * 128).id
+    runs = api.get(f"/jobs/{job}/runs")
+    assert runs.status_code == 200, runs.text
+    assert disagreements(sdk.ListJobRunResponse, runs.content) == []
+    response = gateway.get("/responses/resp_edge")
+    assert response.status_code == 200, response.text
+    assert disagreements(Response, response.content, extras=frozenset({"provider", "store"})) == []
