@@ -99,12 +99,15 @@ class Authenticator:
     def authenticate(self, authorization: str | None) -> Caller:
         """The platform subject a request's bearer token names."""
         claims = self._claims(authorization, self.store.signer.key)
+        caller = self._caller(claims)  # a token the world no longer holds says so first
         now = self.store.sources.clock.now().timestamp()
         if claims["exp"] <= now:
             raise errors.ExpiredToken("Bearer token has expired")
         if "nbf" in claims and claims["nbf"] > now:
             raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
-        return self._caller(claims)
+        if "jti" in claims:
+            self.store.tokens.use(claims["jti"], caller.subject_id)
+        return caller
 
     def authenticate_admin(self, authorization: str | None) -> dict[str, Any]:
         """The admin token's claims; any other valid token is refused with 403. The world's
@@ -183,7 +186,7 @@ class Authenticator:
         if caller is None:
             raise errors.UnknownTokenSubject(f"Bearer token subject {subject_id!r} does not exist")
         jwt_id = claims.get("jti")
-        if jwt_id is not None and not self.store.tokens.use(jwt_id, subject_id):
+        if jwt_id is not None and not self.store.tokens.holds(jwt_id, subject_id):
             raise errors.UnknownTokenSubject("Bearer token has been revoked or deleted")
         return caller
 

@@ -245,7 +245,7 @@ def _integer(name: str, value: Any) -> int:
     one grammar of integers (so `5` and `"05"` match `?limit=05` alike)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and INTEGER_TEXT.fullmatch(value):
+    if isinstance(value, str) and INTEGER_TEXT.fullmatch(value) and len(value) <= 20:
         return int(value)
     raise FaultRefused(
         f"match {name}: {value!r} is not a whole number (ASCII digits, with an optional leading -)"

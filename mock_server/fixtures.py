@@ -28,8 +28,10 @@ from mock_server.state.entities import Application, Caller, SecretGroup, Subject
 from mock_server.state.sources import from_epoch_ms, iso, parse_iso
 from mock_server.state.store import IdTaken
 from mock_server.validation import (
+    MAX_DEPTH,
     CompiledSchema,
     compiled,
+    depth,
     field_path,
     is_unicode,
     summary,
@@ -77,6 +79,19 @@ class _Loader(yaml.SafeLoader):
     """YAML without aliases: an alias can make a document refer to itself (a recursive
     structure no check survives) or multiply a few lines into millions of values."""
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        # PyYAML keeps the last of two equal keys silently; JSON bodies refuse them, so do we.
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = (key_node.tag, key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key in seen:
+                raise yaml.MarkedYAMLError(
+                    problem=f"the key {key_node.value!r} appears twice in one mapping",
+                    problem_mark=key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
@@ -104,6 +119,8 @@ def parse(text: str, source: str = "<fixture>") -> Fixture:
         parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
         reason = ", ".join(p for p in parts if p) or str(exc)
         raise FixtureError(f"{source}{line}: not valid YAML: {reason}") from None
+    except RecursionError:
+        raise FixtureError(f"{source}: not valid YAML: nested too deeply") from None
     return check(data, source, node)
 
 
@@ -112,6 +129,8 @@ def check(data: Any, source: str = "<fixture>", node: yaml.Node | None = None) -
     fixture = Fixture(data if isinstance(data, dict) else {}, source, node)
     if not isinstance(data, dict):
         raise FixtureError(f"{source}: a fixture document must be a mapping of sections")
+    if depth(data) > MAX_DEPTH:
+        raise FixtureError(f"{source}: nested more than {MAX_DEPTH} levels deep")
     # best_match reaches inside a oneOf for the branch that came closest: "'FAIL' is not one
     # of [...]" at .status, rather than "... is not valid under any of the given schemas".
     problems = sorted(
@@ -208,7 +227,7 @@ def apply_document(store: Store, fixture: Fixture) -> None:
                 continue
             try:
                 apply(store, record)
-            except (ValueError, KeyError, TypeError, errors.PlatformError) as exc:
+            except (ValueError, KeyError, TypeError, ArithmeticError, errors.PlatformError) as exc:
                 message = exc.message if isinstance(exc, errors.PlatformError) else str(exc)
                 path = (section,) if single else (section, index)
                 if isinstance(exc, IdTaken):
@@ -251,7 +270,13 @@ def _caller(store: Store, reference: str | None) -> Caller:
 
 
 def _time(text: str | None) -> datetime | None:
-    return None if text is None else parse_iso(text)
+    """A record's time, in the range the world's clock may show (see CLOCK_RANGE)."""
+    if text is None:
+        return None
+    instant = parse_iso(text)
+    if not CLOCK_RANGE[0] <= instant < CLOCK_RANGE[1]:
+        raise ValueError(f"{text}: times must be from 1970 up to (not including) 9000")
+    return instant
 
 
 def _tenant(store: Store, tenant: str | dict) -> None:
@@ -375,7 +400,7 @@ def _applications(store: Store, r: dict) -> None:
         store.jobs.add_run(
             application,
             status=run["status"],
-            created_at=parse_iso(run["createdAt"]),
+            created_at=_time(run["createdAt"]) or CLOCK_RANGE[0],  # required by the schema
             seconds=run.get("durationSeconds"),
             triggered_by=_user(store, run.get("triggeredBy")),
             deployment_version=run.get("version"),

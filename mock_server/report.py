@@ -22,6 +22,7 @@ UNROUTED = "(no operation)"
 MAX_VALUES = 20  # distinct values kept per parameter, and unknown parameter names per operation
 MAX_VIOLATIONS = 50  # offending requests kept per operation
 MAX_SHOWN_BODY = 4096  # bytes of an offending request's body kept in the report
+MAX_SHOWN_DETAILS = 20  # violations of one offending request kept in the report
 
 
 @dataclass
@@ -74,7 +75,7 @@ class ContractReport:
                             "status": entry.status,
                             "code": entry.code,
                             "message": entry.message,
-                            "details": entry.details,
+                            "details": entry.details[:MAX_SHOWN_DETAILS],
                         }
                     ],
                 )

@@ -12,6 +12,7 @@ validator, whose errors explain each violation.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -48,6 +49,8 @@ from werkzeug.http import parse_options_header
 from mock_server import errors
 
 MAX_BODY_BYTES = 1024 * 1024
+MAX_DETAILS = 100  # violations listed in one error body
+MAX_DEPTH = 64  # levels of nesting a JSON value may have (orjson writes at most 255)
 UTF8_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")  # ASCII is UTF-8 too
 Detail = dict[str, t.Any]
 
@@ -173,11 +176,13 @@ def violations(
     """Every violation of the schema by the instance, explained; [] when it is valid."""
     if schema.is_valid(instance):
         return []
+    # A body of half a million wrong items has as many violations: explaining them all would
+    # hold the event loop for seconds and answer tens of megabytes. The first ones say it.
     found = [
         detail
-        for error in schema.explainer.iter_errors(instance)
+        for error in itertools.islice(schema.explainer.iter_errors(instance), MAX_DETAILS)
         for detail in explain(error, location, prefix)
-    ]
+    ][:MAX_DETAILS]
     if not found and schema.fast is not None:
         # jsonschema-rs is the stricter of the two (it checks formats jsonschema may skip).
         try:
@@ -355,6 +360,21 @@ def _finite(text: str) -> float:
     return value
 
 
+def depth(value: t.Any) -> int:
+    """How deeply a JSON value nests arrays and objects (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
 def read_json(text: str) -> t.Any:
     """JSON text read strictly, the one reader of bodies and JSON-in-header values: no NaN,
     Infinity or out-of-range number, no repeated key, no lone surrogate, bounded nesting.
@@ -365,6 +385,8 @@ def read_json(text: str) -> t.Any:
         )
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if depth(value) > MAX_DEPTH:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
     if _SURROGATE_ESCAPE.search(text) and not is_unicode(value):
         raise ValueError("a \\u escape gives a lone surrogate, not a character")
     return value

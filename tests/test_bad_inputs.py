@@ -779,3 +779,29 @@ def test_object_with_many_keys_and_one_repeat_names_the_repeated_key(api):
     )
     error = assert_error(response, 400, 40001)
     assert "'k7' appears more than once" in error["details"][0]["message"]
+
+
+def test_body_of_half_a_million_wrong_items_lists_a_bounded_number_of_violations(api, store):
+    before = dump(store)
+    body = '{"secretIds": [' + ",".join(["1"] * 500_000) + "]}"
+    started = time.perf_counter()
+    response = api.post("/secrets/deployments", content=body, headers=JSON)
+    elapsed = time.perf_counter() - started
+    assert len(assert_error(response, 400, 40001)["details"]) == 100
+    assert elapsed < 5, f"took {elapsed:.1f} s"
+    assert dump(store) == before
+
+
+@pytest.mark.parametrize(
+    ("levels", "status"),
+    [pytest.param(64, 200, id="64-levels-read"), pytest.param(65, 400, id="65-levels-refused")],
+)
+def test_json_nesting_is_bounded_so_the_state_dump_always_works(api, admin, levels, status):
+    metadata: dict = {}
+    for _ in range(levels - 3):  # the body, its manifest and metadata are three levels
+        metadata = {"a": metadata}
+    manifest = {"type": "artifact-version", "name": "deep", "ml_repo": "demo-repo",
+                "source": {"type": "platform"}, "metadata": metadata}  # fmt: skip
+    response = api.post("/artifact-versions/stage", json={"manifest": manifest})
+    assert response.status_code == status, response.text
+    assert admin.get("/state").status_code == 200

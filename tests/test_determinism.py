@@ -104,3 +104,14 @@ def test_two_apps_in_one_process_share_no_state():
     assert caller is not None
     first.store.tokens.get_or_create(caller, "only-in-first", None)
     assert (alice.id, "only-in-first") not in second.store.world.tokens
+
+
+def test_a_token_of_an_earlier_world_is_refused_as_revoked_not_as_early(mock, api):
+    # The reset world's clock is back at its start, before the old token's nbf: the token
+    # is gone from the world, and that is what the error says.
+    old = api.get("/personal-access-tokens/ci").json()["token"]
+    for _ in range(3):
+        api.get(f"/personal-access-tokens/later-{_}")  # the clock moves on with each change
+    mock.store.reset()
+    response = api.get("/personal-access-tokens/x", headers={"Authorization": f"Bearer {old}"})
+    assert_error(response, 401, 40105)

@@ -627,3 +627,8 @@ def test_admin_delete_faults_clears_every_rule(admin, mock, call):
 def test_prefer_header_on_the_admin_api_is_ignored(admin):
     response = admin.get("/faults", headers={"Prefer": "code=424"})
     assert response.status_code == 200, response.text
+
+
+def test_integer_match_of_five_thousand_digits_is_refused(mock):
+    with pytest.raises(FaultRefused, match="limit"):
+        mock.faults.add("listJobRuns", status=503, match={"limit": "1" * 5000})

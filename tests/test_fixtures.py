@@ -434,7 +434,7 @@ def test_deployment_manifest_the_api_could_not_return_is_refused(manifest, field
     [
         pytest.param("version: abc", "manifest.version", id="version-not-an-integer"),
         pytest.param("step: -1", "manifest.step", id="negative-step"),
-        pytest.param("source: {uri: x}", "manifest.source.type", id="source-without-type"),
+        pytest.param("run_id: 5", "manifest.run_id", id="run-id-not-text"),
     ],
 )
 def test_artifact_manifest_is_checked_as_a_staging_request(change, field):
@@ -474,3 +474,28 @@ def test_yaml_error_names_the_file_not_a_unicode_string():
         parse("users:\n  - {email: a@b.c\n", "typo.yaml")
     assert "typo.yaml:3" in str(raised.value)
     assert "<unicode string>" not in str(raised.value)
+
+
+def test_record_time_outside_the_clock_range_is_refused_with_its_line():
+    text = WORLD.replace(
+        "grants:",
+        "personalAccessTokens:\n  - {owner: ada@acme.example, "
+        "name: late, createdAt: '9999-12-30T00:00:00Z'}\ngrants:",
+    )
+    with pytest.raises(
+        FixtureError, match=r"personalAccessTokens\[0\]: 9999-12-30T00:00:00Z: times"
+    ):
+        store_of(text)
+
+
+def test_yaml_nested_past_any_recursion_limit_is_refused():
+    with pytest.raises(FixtureError, match="nested"):
+        parse("a: " + "[" * 5000 + "]" * 5000 + "\n", "deep.yaml")
+
+
+def test_yaml_repeated_key_is_refused_with_its_line():
+    text = "tenant: acme\nusers:\n  - email: a1@b.c\nusers:\n  - email: a2@b.c\n"
+    with pytest.raises(
+        FixtureError, match=r"dup.yaml:4: not valid YAML: the key 'users' appears twice"
+    ):
+        parse(text, "dup.yaml")

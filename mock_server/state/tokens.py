@@ -138,15 +138,24 @@ class Tokens(Area):
         }
         return {"data": record, "token": token.token, "created": created}
 
-    @locked
-    def use(self, jwt_id: str, owner_id: str) -> bool:
-        """Record that a token authenticated a request; False if the world holds no live
-        token with that id owned by that subject (unknown, revoked, or another's id)."""
+    def _live(self, jwt_id: str, owner_id: str) -> PersonalAccessToken | None:
         for token in self.world.tokens.values():
             if token.jwt_id == jwt_id and token.owner_id == owner_id and not token.revoked:
-                token.record["lastAccessedAt"] = iso(self.sources.clock.now())
-                return True
-        return False
+                return token
+        return None
+
+    @locked
+    def holds(self, jwt_id: str, owner_id: str) -> bool:
+        """Whether the world holds a live token with that id owned by that subject (not
+        unknown, revoked, of an earlier world, or another's id)."""
+        return self._live(jwt_id, owner_id) is not None
+
+    @locked
+    def use(self, jwt_id: str, owner_id: str) -> None:
+        """Record that a live token authenticated a request."""
+        token = self._live(jwt_id, owner_id)
+        if token is not None:
+            token.record["lastAccessedAt"] = iso(self.sources.clock.now())
 
     @locked
     def revoke(self, owner_id: str, name: str) -> None:
