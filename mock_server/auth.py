@@ -21,7 +21,7 @@ import jwt
 from connexion.security import BearerSecurityHandler
 
 from mock_server import errors
-from mock_server.state.entities import Caller, Subject
+from mock_server.state.entities import Caller, PersonalAccessToken, Subject
 
 if TYPE_CHECKING:
     from mock_server.state.store import Store
@@ -99,14 +99,14 @@ class Authenticator:
     def authenticate(self, authorization: str | None) -> Caller:
         """The platform subject a request's bearer token names."""
         claims = self._claims(authorization, self.store.signer.key)
-        caller = self._caller(claims)  # a token the world no longer holds says so first
+        caller, token = self._caller(claims)  # a token the world no longer holds says so first
         now = self.store.sources.clock.now().timestamp()
         if claims["exp"] <= now:
             raise errors.ExpiredToken("Bearer token has expired")
         if "nbf" in claims and claims["nbf"] > now:
             raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
-        if "jti" in claims:
-            self.store.tokens.use(claims["jti"], caller.subject_id)
+        if token is not None:
+            self.store.tokens.touch(token)
         return caller
 
     def authenticate_admin(self, authorization: str | None) -> dict[str, Any]:
@@ -178,7 +178,9 @@ class Authenticator:
                 )
         return claims
 
-    def _caller(self, claims: dict[str, Any]) -> Caller:
+    def _caller(self, claims: dict[str, Any]) -> tuple[Caller, PersonalAccessToken | None]:
+        """The caller a token names and, for a personal access token, the world's record of
+        it; 401 when the world holds neither."""
         subject_id, subject_type = claims.get("sub"), claims.get("subjectType")
         if not isinstance(subject_id, str) or not isinstance(subject_type, str):
             raise errors.UnknownTokenSubject("Bearer token names no subject")
@@ -186,9 +188,12 @@ class Authenticator:
         if caller is None:
             raise errors.UnknownTokenSubject(f"Bearer token subject {subject_id!r} does not exist")
         jwt_id = claims.get("jti")
-        if jwt_id is not None and not self.store.tokens.holds(jwt_id, subject_id):
+        if jwt_id is None:
+            return caller, None
+        token = self.store.tokens.live(jwt_id, subject_id)
+        if token is None:
             raise errors.UnknownTokenSubject("Bearer token has been revoked or deleted")
-        return caller
+        return caller, token
 
     def security_map(self) -> dict[str, type]:
         """Connexion security handlers that check bearer tokens with this authenticator:

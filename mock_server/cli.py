@@ -34,7 +34,7 @@ from mock_server.app import (  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
 from mock_server.server import bind, uvicorn_config  # noqa: E402
-from mock_server.validation import INTEGER_TEXT  # noqa: E402
+from mock_server.validation import number_problem  # noqa: E402
 
 EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
@@ -74,10 +74,9 @@ def _world_options(parser: argparse.ArgumentParser) -> None:
 
 def _whole_number(text: str) -> int:
     """An integer option in the one grammar of integers (`int()` would take `1_0`, ` 5`)."""
-    if not INTEGER_TEXT.fullmatch(text):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a whole number (ASCII digits, with an optional leading -)"
-        )
+    problem = number_problem(text, "integer")
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return int(text)
 
 

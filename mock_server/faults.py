@@ -17,7 +17,7 @@ from typing import Any
 from mock_server import errors
 from mock_server.contract import Operation
 from mock_server.journal import same_value
-from mock_server.validation import INTEGER_TEXT
+from mock_server.validation import INTEGER_TEXT, number_problem
 
 MAX_DELAY_MS = 60_000
 MAX_COUNT = 2**53 - 1  # after and times, like every integer of the contract
@@ -245,10 +245,11 @@ def _integer(name: str, value: Any) -> int:
     one grammar of integers (so `5` and `"05"` match `?limit=05` alike)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and INTEGER_TEXT.fullmatch(value) and len(value) <= 20:
+    if isinstance(value, str) and not number_problem(value, "integer") and len(value) <= 20:
         return int(value)
+    shown = value if isinstance(value, str) else repr(value)
     raise FaultRefused(
-        f"match {name}: {value!r} is not a whole number (ASCII digits, with an optional leading -)"
+        f"match {name}: {number_problem(shown, 'integer') or f'{shown!r} is too long'}"
     )
 
 

@@ -270,9 +270,11 @@ def _caller(store: Store, reference: str | None) -> Caller:
 
 
 def _time(text: str | None) -> datetime | None:
-    """A record's time, in the range the world's clock may show (see CLOCK_RANGE)."""
-    if text is None:
-        return None
+    return None if text is None else _instant(text)
+
+
+def _instant(text: str) -> datetime:
+    """A time of the world (a record's, or its clock), in the range the clock may show."""
     instant = parse_iso(text)
     if not CLOCK_RANGE[0] <= instant < CLOCK_RANGE[1]:
         raise ValueError(f"{text}: times must be from 1970 up to (not including) 9000")
@@ -293,10 +295,7 @@ CLOCK_RANGE = (datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC
 
 
 def _clock(store: Store, moment: str) -> None:
-    instant = parse_iso(moment)
-    if not CLOCK_RANGE[0] <= instant < CLOCK_RANGE[1]:
-        raise ValueError(f"the clock must be from 1970 up to (not including) 9000, not {moment}")
-    store.sources.clock.set(instant)
+    store.sources.clock.set(_instant(moment))
 
 
 def _users(store: Store, r: dict) -> None:
@@ -400,7 +399,7 @@ def _applications(store: Store, r: dict) -> None:
         store.jobs.add_run(
             application,
             status=run["status"],
-            created_at=_time(run["createdAt"]) or CLOCK_RANGE[0],  # required by the schema
+            created_at=_instant(run["createdAt"]),
             seconds=run.get("durationSeconds"),
             triggered_by=_user(store, run.get("triggeredBy")),
             deployment_version=run.get("version"),

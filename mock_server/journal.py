@@ -17,6 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -58,7 +59,7 @@ class Entry:
         surrogates and integers past 64 bits), else as text; None when there was none."""
         return read_body(self.raw_body)
 
-    @property
+    @cached_property
     def size(self) -> int:
         """About how many bytes the entry holds, to keep the journal within its budget."""
         text = (

@@ -160,12 +160,8 @@ def _query_problem(query: bytes) -> tuple[str, str] | None:
     for pair in query.split(b"&"):
         key, _, value = pair.partition(b"=")
         counts[key] = counts.get(key, 0) + 1
-        for part in (key, value):
-            try:
-                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
-            except UnicodeDecodeError:
-                name = key.decode("latin-1")
-                return name, "is not UTF-8 once its %-escapes are decoded"
+        if not (_utf8_escapes(key) and _utf8_escapes(value)):
+            return key.decode("latin-1"), NOT_UTF8
     for key, count in counts.items():
         if count > MAX_REPEATS:
             name = unquote_to_bytes(key).decode("utf-8")
@@ -177,12 +173,21 @@ def _path_problem(scope: Scope) -> str | None:
     if _CONTROL.search(scope["path"]):
         return "contains a control character"
     raw = scope.get("raw_path")
-    if raw is not None:
-        try:
-            unquote_to_bytes(raw).decode("utf-8")
-        except UnicodeDecodeError:
-            return "is not UTF-8 once its %-escapes are decoded"
+    if raw is not None and not _utf8_escapes(raw):
+        return NOT_UTF8
     return None
+
+
+NOT_UTF8 = "is not UTF-8 once its %-escapes are decoded"
+
+
+def _utf8_escapes(raw: bytes) -> bool:
+    """Whether text as sent is UTF-8 once its %-escapes are decoded."""
+    try:
+        unquote_to_bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class RoutingMiddleware(connexion_routing.RoutingMiddleware):

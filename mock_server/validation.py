@@ -155,10 +155,10 @@ def explain(error: ValidationError, location: str, prefix: tuple = ()) -> list[D
         ]
     if error.validator == "oneOf" and "discriminator" in schema and isinstance(instance, dict):
         prop = schema["discriminator"]["propertyName"]
-        for index, variant in enumerate(schema["oneOf"]):
-            if instance.get(prop) in variant.get("properties", {}).get(prop, {}).get("enum", ()):
-                found = [e for e in error.context or () if e.relative_schema_path[0] == index]
-                return [d for e in found for d in explain(e, location, prefix)]
+        index = _discriminated_index(instance, schema)
+        if index is not None:
+            found = [e for e in error.context or () if e.relative_schema_path[0] == index]
+            return [d for e in found for d in explain(e, location, prefix)]
         choices = [v["properties"][prop]["enum"][0] for v in schema["oneOf"]]
         return [
             {
@@ -404,9 +404,9 @@ def without_null_optionals(value: t.Any, schema: t.Any) -> t.Any:
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     if not isinstance(value, dict):
         return value
-    variant = _discriminated_variant(value, schema)
-    if variant is not None:
-        return without_null_optionals(value, variant)
+    index = _discriminated_index(value, schema)
+    if index is not None:
+        return without_null_optionals(value, schema["oneOf"][index])
     properties, required = schema.get("properties", {}), set(schema.get("required", ()))
     out: dict[str, t.Any] = {}
     for key, item in value.items():
@@ -421,14 +421,14 @@ def without_null_optionals(value: t.Any, schema: t.Any) -> t.Any:
     return out if changed else value
 
 
-def _discriminated_variant(value: dict, schema: dict) -> dict | None:
-    """The variant of a discriminated `oneOf` that the value's discriminator names."""
+def _discriminated_index(value: dict, schema: dict) -> int | None:
+    """The index of the variant of a discriminated `oneOf` the value's discriminator names."""
     if "oneOf" not in schema or "discriminator" not in schema:
         return None
     prop = schema["discriminator"]["propertyName"]
-    for variant in schema["oneOf"]:
+    for index, variant in enumerate(schema["oneOf"]):
         if value.get(prop) in variant.get("properties", {}).get(prop, {}).get("enum", ()):
-            return variant
+            return index
     return None
 
 

@@ -138,24 +138,19 @@ class Tokens(Area):
         }
         return {"data": record, "token": token.token, "created": created}
 
-    def _live(self, jwt_id: str, owner_id: str) -> PersonalAccessToken | None:
+    @locked
+    def live(self, jwt_id: str, owner_id: str) -> PersonalAccessToken | None:
+        """The world's live token with that id owned by that subject; None when it is
+        unknown, revoked, of an earlier world, or another's id."""
         for token in self.world.tokens.values():
             if token.jwt_id == jwt_id and token.owner_id == owner_id and not token.revoked:
                 return token
         return None
 
     @locked
-    def holds(self, jwt_id: str, owner_id: str) -> bool:
-        """Whether the world holds a live token with that id owned by that subject (not
-        unknown, revoked, of an earlier world, or another's id)."""
-        return self._live(jwt_id, owner_id) is not None
-
-    @locked
-    def use(self, jwt_id: str, owner_id: str) -> None:
-        """Record that a live token authenticated a request."""
-        token = self._live(jwt_id, owner_id)
-        if token is not None:
-            token.record["lastAccessedAt"] = iso(self.sources.clock.now())
+    def touch(self, token: PersonalAccessToken) -> None:
+        """Record that a token authenticated a request."""
+        token.record["lastAccessedAt"] = iso(self.sources.clock.now())
 
     @locked
     def revoke(self, owner_id: str, name: str) -> None:
