@@ -21,7 +21,7 @@ import uvicorn
 from connexion.lifecycle import ConnexionResponse
 from connexion.resolver import Resolver
 
-from mock_server import wsgi
+from mock_server.http import wsgi
 
 
 def make_app(bodies: dict[str, bytes], asynchronous: bool = False) -> connexion.AbstractApp:

@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import jwt
-from connexion.security import BearerSecurityHandler
 
 from mock_server import errors
 from mock_server.state.entities import Caller, PersonalAccessToken, Subject
@@ -194,27 +193,6 @@ class Authenticator:
         if token is None:
             raise errors.UnknownTokenSubject("Bearer token has been revoked or deleted")
         return caller, token
-
-    def security_map(self) -> dict[str, type]:
-        """Connexion security handlers that check bearer tokens with this authenticator:
-        platform tokens, or the admin token where the scheme is marked
-        `x-platform-mock-admin`."""
-        authenticator = self
-
-        class PlatformBearer(BearerSecurityHandler):
-            def get_fn(self, security_scheme: dict, required_scopes: Any) -> Any:
-                if security_scheme.get("x-platform-mock-admin"):
-                    return lambda request: authenticator.authenticate_admin(
-                        request.headers.get("Authorization")
-                    )
-
-                def verify(request: Any) -> dict[str, Any]:
-                    caller = authenticator.authenticate(request.headers.get("Authorization"))
-                    return {"sub": caller.subject_id, "caller": caller}
-
-                return verify
-
-        return {"bearer": PlatformBearer}
 
     def dev_token(self, subject: Subject | None = None) -> str:
         """A long-lived token for a subject (default: the fixtures' default user)."""

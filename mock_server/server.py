@@ -24,7 +24,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mock_server import errors
 from mock_server.app import PlatformMock
-from mock_server.middleware import DROP
+from mock_server.http import DROP
 
 MAX_HEADER_BYTES = 64 * 1024
 GRACEFUL_SHUTDOWN_SECONDS = 2

@@ -1,9 +1,8 @@
-"""Request and response validation plugged into Connexion: every violation reported at once.
+"""Checking JSON against the contract's schemas, explaining every violation; reading JSON strictly.
 
-Connexion's own validators stop at the first error and rebuild a jsonschema validator on every
-request. These report one `details` entry per violation (with its location and field), build
-each validator once per schema, and raise the platform's error classes instead of
-`application/problem+json` problems.
+This is the part of validation that knows nothing of the HTTP stack: the request and response
+validators plugged into Connexion (`mock_server.http.validators`), the fixture loader and the
+state's own checks all use it.
 
 Each schema is checked by jsonschema-rs first (compiled once, a hundred times faster than
 jsonschema on a page of job runs); only an instance it rejects goes to the Python jsonschema
@@ -18,33 +17,10 @@ import math
 import re
 import typing as t
 from collections import Counter
-from urllib.parse import parse_qsl
 
 import jsonschema_rs
-import orjson
-from connexion.datastructures import MediaTypeDict
-from connexion.json_schema import Draft4RequestValidator, Draft4ResponseValidator
-from connexion.lifecycle import ConnexionRequest
-from connexion.middleware.request_validation import (
-    RequestValidationAPI,
-    RequestValidationOperation,
-)
-from connexion.middleware.request_validation import (
-    RequestValidationMiddleware as ConnexionRequestValidationMiddleware,
-)
-from connexion.uri_parsing import OpenAPIURIParser
-from connexion.utils import is_nullable
-from connexion.validators import (
-    JSONRequestBodyValidator,
-    JSONResponseBodyValidator,
-)
-from connexion.validators import (
-    ParameterValidator as ConnexionParameterValidator,
-)
+from connexion.json_schema import Draft4RequestValidator
 from jsonschema import Draft4Validator, ValidationError
-from starlette.datastructures import Headers
-from starlette.types import Receive, Scope, Send
-from werkzeug.http import parse_options_header
 
 from mock_server import errors
 
@@ -155,7 +131,7 @@ def explain(error: ValidationError, location: str, prefix: tuple = ()) -> list[D
         ]
     if error.validator == "oneOf" and "discriminator" in schema and isinstance(instance, dict):
         prop = schema["discriminator"]["propertyName"]
-        index = _discriminated_index(instance, schema)
+        index = discriminated_index(instance, schema)
         if index is not None:
             found = [e for e in error.context or () if e.relative_schema_path[0] == index]
             return [d for e in found for d in explain(e, location, prefix)]
@@ -214,27 +190,6 @@ def invalid_request(details: list[Detail]) -> errors.InvalidRequest:
     )
 
 
-class RepeatedKeysURIParser(OpenAPIURIParser):
-    """Connexion's OpenAPI URI parser, reading an exploded form array (`?status=A&status=B`,
-    the style of every array query parameter of the contract) as its repeated keys only.
-    Connexion joins the values with commas and splits them again, so `?status=A,B` was read
-    as two statuses; by the contract it is one value, `A,B`, which is not a status (and
-    `?triggeredBy=a,b` names one slug, `a,b`)."""
-
-    @staticmethod
-    def _resolve_param_duplicates(values: t.Any, param_defn: dict, _in: str) -> t.Any:
-        style = param_defn.get("style", OpenAPIURIParser.style_defaults[_in])
-        if _in == "query" and style == "form" and param_defn.get("explode", True):
-            return list(values)
-        return OpenAPIURIParser._resolve_param_duplicates(values, param_defn, _in)
-
-    @staticmethod
-    def _split(value: t.Any, param_defn: dict, _in: str) -> t.Any:
-        if isinstance(value, list):  # the repeated keys, kept as they came
-            return value
-        return OpenAPIURIParser._split(value, param_defn, _in)
-
-
 # The one grammar of numbers in a query: what JSON writes, with leading zeros allowed. Python's
 # int() and float() would also take `1_0`, ` 5`, `+5`, `inf` and digits of other scripts.
 INTEGER_TEXT = re.compile(r"-?[0-9]+")
@@ -250,80 +205,11 @@ def number_problem(text: str, kind: str) -> str | None:
     return None
 
 
-def _scalar_type(schema: dict) -> str | None:
+def scalar_type(schema: dict) -> str | None:
     """The type of a parameter's values: its own, or its items' for an array."""
     if schema.get("type") == "array":
         return (schema.get("items") or {}).get("type")
     return schema.get("type")
-
-
-class ParameterValidator(ConnexionParameterValidator):
-    """Checks path, query and header parameters; unknown or repeated query keys are errors,
-    and so is a number not written as the contract writes numbers."""
-
-    def validate(self, scope: Scope) -> None:
-        request = ConnexionRequest(scope, uri_parser=self.uri_parser)
-        details: list[Detail] = []
-        known = {p["name"]: p for p in self.parameters.get("query", [])}
-        pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        raw_keys = [key for key, _ in pairs]
-        misspelt: set[str] = set()
-        seen: Counter[str] = Counter()
-        for key, value in pairs:
-            param = known.get(key)
-            schema = param.get("schema", {}) if param else {}
-            kind = _scalar_type(schema)
-            problem = number_problem(value, kind) if kind in ("integer", "number") else None
-            field = f"{key}[{seen[key]}]" if schema.get("type") == "array" else key
-            seen[key] += 1
-            if problem and (key not in misspelt or field != key):
-                misspelt.add(key)
-                details.append({"location": "query", "field": field, "message": problem})
-        for key in dict.fromkeys(raw_keys):
-            param = known.get(key)
-            if param is None:
-                if self.strict_validation:
-                    details.append(
-                        {
-                            "location": "query",
-                            "field": key,
-                            "message": "is not a parameter of this operation",
-                        }
-                    )
-            elif raw_keys.count(key) > 1 and param.get("schema", {}).get("type") != "array":
-                details.append(
-                    {
-                        "location": "query",
-                        "field": key,
-                        "message": "takes one value but was given several",
-                    }
-                )
-        sources = {
-            "query": request.query_params,
-            "path": request.path_params,
-            "header": request.headers,
-        }
-        for location, values in sources.items():
-            for param in self.parameters.get(location, []):
-                name = param["name"]
-                if location == "query" and name in misspelt:
-                    continue  # said above; its value as Python read it would mislead
-                value = values.get(name if location != "path" else name.replace("-", "_"))
-                details.extend(self._check(location, param, value))
-        if details:
-            raise invalid_request(details)
-
-    @staticmethod
-    def _check(location: str, param: dict, value: t.Any) -> list[Detail]:
-        name = param["name"]
-        if value is None:
-            if param.get("required"):
-                return [{"location": location, "field": name, "message": "is required"}]
-            return []
-        return violations(compiled(param.get("schema", {})), value, location, (name,))
-
-
-_NO_BODY = object()
 
 
 def _unique_keys(pairs: list[tuple[str, t.Any]]) -> dict[str, t.Any]:
@@ -404,7 +290,7 @@ def without_null_optionals(value: t.Any, schema: t.Any) -> t.Any:
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     if not isinstance(value, dict):
         return value
-    index = _discriminated_index(value, schema)
+    index = discriminated_index(value, schema)
     if index is not None:
         return without_null_optionals(value, schema["oneOf"][index])
     properties, required = schema.get("properties", {}), set(schema.get("required", ()))
@@ -421,7 +307,7 @@ def without_null_optionals(value: t.Any, schema: t.Any) -> t.Any:
     return out if changed else value
 
 
-def _discriminated_index(value: dict, schema: dict) -> int | None:
+def discriminated_index(value: dict, schema: dict) -> int | None:
     """The index of the variant of a discriminated `oneOf` the value's discriminator names."""
     if "oneOf" not in schema or "discriminator" not in schema:
         return None
@@ -432,191 +318,5 @@ def _discriminated_index(value: dict, schema: dict) -> int | None:
     return None
 
 
-def _body_problem(message: str) -> errors.InvalidRequest:
+def body_problem(message: str) -> errors.InvalidRequest:
     return invalid_request([{"location": "body", "field": "", "message": message}])
-
-
-class JSONBodyValidator(JSONRequestBodyValidator):
-    """Checks a JSON request body: size, media type, encoding, syntax, then the schema.
-
-    It reads the body itself, with or without Content-Length (chunked), stopping at the
-    size limit, and replays it to the handler unchanged.
-    """
-
-    async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
-        headers = Headers(scope=scope)
-        length = headers.get("content-length")
-        if length is not None and not length.isdigit():
-            raise invalid_request(
-                [{"location": "header", "field": "content-length", "message": "is not a number"}]
-            )
-        if length is not None and int(length) > MAX_BODY_BYTES:
-            raise errors.PayloadTooLarge(
-                f"Request body is {int(length)} bytes; the limit is {MAX_BODY_BYTES} bytes (1 MiB)"
-            )
-        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        if (chunked or int(length or 0)) and "content-type" not in headers:
-            raise errors.UnsupportedMediaType(
-                "Request has a body but no Content-Type; send application/json"
-            )
-        messages: list[t.MutableMapping[str, t.Any]] = []
-        size = 0
-        more_body = True
-        while more_body:
-            message = await receive()
-            messages.append(message)
-            size += len(message.get("body", b""))
-            if size > MAX_BODY_BYTES:
-                raise errors.PayloadTooLarge(
-                    f"Request body is over the limit of {MAX_BODY_BYTES} bytes (1 MiB)"
-                )
-            more_body = message.get("more_body", False)
-        raw = b"".join(m.get("body", b"") for m in messages)
-        body = self._decode(raw)
-        if body is _NO_BODY:
-            if self._required:
-                raise _body_problem("a JSON request body is required")
-        else:
-            cleaned = without_null_optionals(body, self._schema)
-            self._validate(cleaned)
-            if cleaned is not body:
-                # The handler reads the body as the contract does: nulls read as absent.
-                raw = json.dumps(cleaned, ensure_ascii=False).encode()  # any size of int
-                messages = [{"type": "http.request", "body": raw, "more_body": False}]
-                length = None
-        if length is None:
-            # The WSGI side reads only as many bytes as Content-Length says: a chunked body,
-            # now read whole (or rewritten without its nulls), is handed on with its length.
-            kept = [
-                (name, value)
-                for name, value in scope["headers"]
-                if name not in (b"content-length", b"transfer-encoding")
-            ]
-            scope = {**scope, "headers": [*kept, (b"content-length", str(len(raw)).encode())]}
-        return self._insert_messages(receive, messages=messages), scope
-
-    def _decode(self, raw: bytes) -> t.Any:
-        if not raw:
-            return _NO_BODY
-        try:
-            text = raw.decode(self._encoding)
-        except (UnicodeDecodeError, LookupError):
-            raise _body_problem(f"is not valid {self._encoding} text") from None
-        try:
-            return read_json(text)
-        except ValueError as exc:
-            raise _body_problem(f"is not valid JSON: {exc}") from None
-
-    def _validate(self, body: t.Any) -> None:
-        details = violations(compiled(self._schema), body, "body")
-        if details:
-            raise invalid_request(details)
-
-
-class _CollectingOperation(RequestValidationOperation):
-    """Connexion's request validation, reporting parameter and body violations together."""
-
-    def extract_content_type(self, headers: list[tuple[bytes, bytes]]) -> tuple[str, str]:
-        """The media type, lower-cased (`APPLICATION/JSON` is `application/json`), and the
-        charset, wherever the header's parameters put it (Connexion's parser misses
-        `; charset=...` with a space)."""
-        value = dict(headers).get(b"content-type")
-        if value is None:
-            return super().extract_content_type(headers)
-        mime_type, options = parse_options_header(value.decode("latin-1"))
-        return mime_type.lower(), options.get("charset", "utf-8").lower()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        operation = self._operation
-        uri_parser = operation._uri_parser_class(operation.parameters, operation.body_definition())
-        details: list[Detail] = []
-        try:
-            self._validator_map["parameter"](
-                operation.parameters,
-                uri_parser=uri_parser,
-                strict_validation=self.strict_validation,
-                security_query_params=self.security_query_params,
-            ).validate(scope)
-        except errors.InvalidRequest as exc:
-            details = exc.details
-        mime_type, encoding = self.extract_content_type(scope["headers"])
-        self.validate_mime_type(mime_type)
-        schema = operation.body_schema(mime_type)
-        body_validator = self._validator_map["body"].get(mime_type) if schema else None
-        if body_validator is not None and encoding not in UTF8_CHARSETS:
-            # JSON is UTF-8 (RFC 8259); read any other way, the handler would disagree.
-            raise errors.UnsupportedMediaType(
-                f"JSON request bodies are UTF-8; charset={encoding} is not supported"
-            )
-        if body_validator is not None:
-            scope = _plain_content_type(scope, mime_type)
-            validator = body_validator(
-                schema=schema,
-                required=operation.request_body.get("required", False),
-                nullable=is_nullable(operation.body_definition(mime_type)),
-                encoding=encoding,
-                strict_validation=self.strict_validation,
-            )
-            try:
-                receive, scope = await validator.wrap_receive(receive, scope=scope)
-            except errors.InvalidRequest as exc:
-                details = details + exc.details
-        if details:
-            raise invalid_request(details)
-        await self.next_app(scope, receive, send)
-
-
-def _plain_content_type(scope: Scope, mime_type: str) -> Scope:
-    """The scope with a Content-Type header, if it has one, reduced to the lower-case media
-    type: the handler's side reads a body as JSON only under exactly `application/json`."""
-    headers = scope["headers"]
-    if not any(name == b"content-type" for name, _ in headers):
-        return scope
-    kept = [(name, value) for name, value in headers if name != b"content-type"]
-    return {**scope, "headers": [*kept, (b"content-type", mime_type.encode())]}
-
-
-class _CollectingAPI(RequestValidationAPI):
-    def make_operation(self, operation: t.Any) -> RequestValidationOperation:
-        return _CollectingOperation(
-            self.next_app,
-            operation=operation,
-            strict_validation=self.strict_validation,
-            validator_map=self.validator_map,
-        )
-
-
-class RequestValidationMiddleware(ConnexionRequestValidationMiddleware):
-    """Drop-in for Connexion's request validation middleware (see `_CollectingOperation`)."""
-
-    api_cls = _CollectingAPI
-
-
-class JSONResponseValidator(JSONResponseBodyValidator):
-    """Checks every response body against the contract; a failure is a bug in the mock."""
-
-    def wrap_send(self, send: Send) -> Send:
-        # HEAD is answered as its GET without the body (a 405 lists HEAD beside GET in
-        # `Allow`): its status and headers are checked as ever, there is no body to check.
-        if self._scope["method"] == "HEAD":
-            return send
-        return super().wrap_send(send)
-
-    def _parse(self, stream: t.Generator[bytes, None, None]) -> t.Any:
-        body = b"".join(stream)
-        return orjson.loads(body) if body else None
-
-    def _validate(self, body: t.Any) -> None:
-        details = violations(compiled(self._schema, Draft4ResponseValidator), body, "response")
-        if details:
-            raise errors.MockFailure(
-                "The mock produced a response that breaks its contract: " + summary(details),
-                details=details,
-            )
-
-
-VALIDATOR_MAP = {
-    "parameter": ParameterValidator,
-    "body": MediaTypeDict({"*/*json": JSONBodyValidator}),
-    "response": MediaTypeDict({"*/*json": JSONResponseValidator}),
-}

@@ -26,8 +26,9 @@ WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
 class InlineWSGI:
     """An ASGI app serving a WSGI app synchronously, with the request body read first."""
 
-    def __init__(self, app: WSGIApp):
+    def __init__(self, app: WSGIApp, environ_from: Callable[[Scope], dict[str, Any]]):
         self.app = app
+        self.environ_from = environ_from  # what the app is told beyond the WSGI environ
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -46,6 +47,7 @@ class InlineWSGI:
 
         environ = build_environ(scope, io.BytesIO(body))  # type: ignore[arg-type]
         environ["CONTENT_LENGTH"] = str(len(body))  # what Flask gets, even if none was kept
+        environ.update(self.environ_from(scope))  # type: ignore[typeddict-item]
         result = self.app(environ, start_response)
         try:
             content = b"".join([*written, *result])
@@ -87,6 +89,9 @@ async def _read_body(receive: Receive) -> bytes:
             return b"".join(chunks) if size <= MAX_BODY_BYTES else b""
 
 
-def install(app: connexion.FlaskApp) -> None:
-    """Serve this Connexion FlaskApp's Flask app inline instead of through a2wsgi."""
-    app._middleware_app.asgi_app = InlineWSGI(app.app.wsgi_app)
+def install(
+    app: connexion.FlaskApp, environ_from: Callable[[Scope], dict[str, Any]] = lambda _: {}
+) -> None:
+    """Serve this Connexion FlaskApp's Flask app inline instead of through a2wsgi, with
+    `environ_from(scope)` added to each request's WSGI environ."""
+    app._middleware_app.asgi_app = InlineWSGI(app.app.wsgi_app, environ_from)

@@ -11,7 +11,7 @@ import asyncio
 import re
 import time
 from typing import Any
-from urllib.parse import parse_qs, unquote_to_bytes
+from urllib.parse import parse_qsl, unquote_to_bytes
 
 from connexion.middleware import routing as connexion_routing
 from connexion.middleware.abstract import ROUTING_CONTEXT
@@ -35,13 +35,25 @@ def notes(scope: Scope) -> dict[str, Any]:
     return scope.setdefault("extensions", {}).setdefault(NOTES, {})
 
 
-def _query(scope: Scope) -> dict[str, list[str]]:
-    """The query parameters, parsed once for the journal and the fault rules alike."""
+def query_pairs(scope: Scope) -> list[tuple[str, str]]:
+    """The query's (key, value) pairs, parsed once for validation, the handler, the journal
+    and the fault rules alike."""
     mine = notes(scope)
-    if "query" not in mine:
-        mine["query"] = parse_qs(
+    if "pairs" not in mine:
+        mine["pairs"] = parse_qsl(
             scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
         )
+    return mine["pairs"]
+
+
+def _query(scope: Scope) -> dict[str, list[str]]:
+    """The query parameters by key, for the journal and the fault rules."""
+    mine = notes(scope)
+    if "query" not in mine:
+        grouped: dict[str, list[str]] = {}
+        for key, value in query_pairs(scope):
+            grouped.setdefault(key, []).append(value)
+        mine["query"] = grouped
     return mine["query"]
 
 

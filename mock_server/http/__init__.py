@@ -1,0 +1,44 @@
+"""The HTTP side of the mock, and the one fence around Connexion's (and Flask's) internals.
+
+No module outside this package imports a private name of Connexion, Flask or a2wsgi, and
+the dependency is pinned below Connexion's next minor release. Every hook is listed here,
+with why it is needed; `tests/test_connexion_hooks.py` checks that each still exists and
+still bites, so an upgrade fails in CI rather than quietly in users' hands.
+
+Middlewares replaced in Connexion's stack (`app.MIDDLEWARES`, by subclassing each):
+- `SwaggerUIMiddleware`: its router runs only for paths under the docs' prefixes, not on
+  every API request.
+- `RoutingMiddleware`: Starlette's slash redirects are turned off (`redirect_slashes`), so
+  `/secret-groups/x/` is a 404 before authentication, not a 307 to a delete.
+- `RequestValidationMiddleware`: `api_cls` makes `_PlannedRequestValidation`, which reads
+  the operation (`_operation`, `_validator_map`, `_uri_parser_class`) once at start-up,
+  reports every violation, and leaves the parsed parameters and body in the request's
+  notes for the handler.
+- `ResponseValidationMiddleware`: `api_cls` makes `_PlannedResponseValidation`, which looks
+  each documented response's definition up once (`_operation`, `_validator_map`).
+
+Validators (`validators.py`), subclasses of Connexion's:
+- `RepeatedKeysURIParser` overrides the static `_resolve_param_duplicates` and `_split`:
+  an exploded form array is its repeated keys only (`?status=A,B` is one value).
+- `ParameterValidator`, `JSONBodyValidator` (its `_schema`, `_required`, `_encoding`) and
+  `JSONResponseValidator` (its `_scope`, `_schema`, `_parse`, `_validate`) report each
+  violation in the platform's error body.
+
+The Flask side (`app.py`, `wsgi.py`):
+- Each operation's `FlaskOperation` view (which rebuilds Connexion's decorators and parses
+  the request again on every call) is replaced in `flask_app.view_functions` by a
+  `PlannedView` that calls the handler with what validation parsed.
+- `Flask.request_context` makes a `RequestContext` whose `match_request` (Flask's documented
+  hook) takes the rule Connexion's routing chose, instead of matching the URL again.
+- `FlaskApp._middleware_app.asgi_app` is replaced by `InlineWSGI`: Flask is called on the
+  event loop's thread, not through a2wsgi's thread pool.
+
+Elsewhere in this package: `security.py` subclasses `BearerSecurityHandler.get_fn`
+(Connexion's documented way to plug in token checks); `middleware.py` holds the mock's own
+ASGI layers, which read Connexion's routing context (`ROUTING_CONTEXT`).
+"""
+
+from mock_server.http.app import build_connexion_app
+from mock_server.http.middleware import DROP, journaled
+
+__all__ = ["DROP", "build_connexion_app", "journaled"]

@@ -1,0 +1,342 @@
+"""The Connexion FlaskApp of one mock: its middleware stack, error rendering and planned views.
+
+Connexion routes every request by the specs, authenticates it, validates it in both
+directions and hands it to Flask; every error on the way, Connexion's and Starlette's
+included, leaves as the platform error body. Each operation's Flask view is planned at
+start-up (`PlannedView`): it calls the handler with what request validation parsed, where
+Connexion's view would rebuild its decorators and parse the request again on every call.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import connexion
+import flask
+import orjson
+from connexion.apps.flask import FlaskOperation
+from connexion.datastructures import MediaTypeDict
+from connexion.decorators.parameter import pythonic
+from connexion.exceptions import (
+    NonConformingResponse,
+    OAuthProblem,
+    ProblemException,
+    UnsupportedMediaTypeProblem,
+)
+from connexion.jsonifier import Jsonifier
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from connexion.middleware import ConnexionMiddleware
+from connexion.middleware.context import ContextMiddleware as ConnexionContextMiddleware
+from connexion.middleware.request_validation import (
+    RequestValidationMiddleware as ConnexionRequestValidationMiddleware,
+)
+from connexion.middleware.response_validation import (
+    ResponseValidationMiddleware as ConnexionResponseValidationMiddleware,
+)
+from connexion.middleware.routing import RoutingMiddleware as ConnexionRoutingMiddleware
+from connexion.middleware.swagger_ui import SwaggerUIMiddleware as ConnexionSwaggerUIMiddleware
+from connexion.options import SwaggerUIOptions
+from connexion.resolver import Resolver
+from flask.ctx import RequestContext
+from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Match, Mount, Router
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mock_server import contract, errors, handlers
+from mock_server.handlers.context import EXTENSION
+from mock_server.http import wsgi
+from mock_server.http.middleware import (
+    FaultInjection,
+    PathGuard,
+    RouteNotes,
+    RoutingMiddleware,
+    notes,
+)
+from mock_server.http.security import security_map
+from mock_server.http.validators import (
+    ARGUMENTS,
+    VALIDATOR_MAP,
+    RepeatedKeysURIParser,
+    RequestValidationMiddleware,
+    ResponseValidationMiddleware,
+    YAMLTextValidator,
+)
+from mock_server.validation import invalid_request
+
+if TYPE_CHECKING:
+    from mock_server.app import PlatformMock
+
+logger = logging.getLogger(__name__)
+
+# Fixture documents are written in YAML; the admin API takes them as such (spec/admin.yaml).
+YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
+DOCS_PATH = "/docs"
+ROUTED = "platform_mock.rule"  # the WSGI environ's key of the Flask rule routing chose
+CONNEXION_CONTEXT = "connexion_context"  # where Connexion's security leaves `token_info`
+
+
+class _CompactJSON:
+    """orjson behind the interface of the `json` module that Connexion's Jsonifier calls:
+    compact output, several times faster than `json` with separators."""
+
+    @staticmethod
+    def dumps(data: Any, **_: Any) -> str:
+        return orjson.dumps(data).decode()
+
+    @staticmethod
+    def loads(data: str | bytes) -> Any:
+        return orjson.loads(data)
+
+
+BODY_VALIDATORS = MediaTypeDict(
+    {**VALIDATOR_MAP["body"], **dict.fromkeys(YAML_MEDIA_TYPES, YAMLTextValidator)}
+)
+
+
+class _MediaTypeChosen(logging.Filter):
+    """Drops Connexion's warning, on each operation that takes several media types (the
+    admin API's fixtures), that it reads the body by one of them: it reads it by the
+    request's own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("this operation accepts multiple content types")
+
+
+logging.getLogger("connexion.operations.openapi3").addFilter(_MediaTypeChosen())
+
+
+class SwaggerUIMiddleware(ConnexionSwaggerUIMiddleware):
+    """Connexion's API docs, whose router is run only for a path under one of the docs'
+    prefixes (`{base}/docs`, `{base}/openapi.json`, `{base}/openapi.yaml`): Connexion runs
+    it, and every route of it, on every request of the API."""
+
+    def __init__(self, app: ASGIApp):
+        super().__init__(app)
+        self.prefixes: list[str] = []
+
+    def add_api(self, specification: Any, base_path: str | None = None, **kwargs: Any) -> None:
+        super().add_api(specification, base_path=base_path, **kwargs)
+        base = (base_path or "").rstrip("/")
+        self.prefixes += [base + DOCS_PATH, base + "/openapi.json", base + "/openapi.yaml"]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and not any(map(path.startswith, self.prefixes)):
+            await self.app(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+# Connexion's default stack with its four replaced middlewares; `middlewares()` adds the
+# mock's own around them.
+REPLACED = {
+    ConnexionSwaggerUIMiddleware: SwaggerUIMiddleware,
+    ConnexionRoutingMiddleware: RoutingMiddleware,
+    ConnexionRequestValidationMiddleware: RequestValidationMiddleware,
+    ConnexionResponseValidationMiddleware: ResponseValidationMiddleware,
+}
+
+
+def middlewares(mock: PlatformMock) -> list[Any]:
+    """The pipeline every request goes through, outermost first: Connexion's defaults (with
+    the four of `REPLACED`) and the mock's own layers at their places."""
+    stack: list[Any] = []
+    for middleware in ConnexionMiddleware.default_middlewares:
+        middleware = REPLACED.get(middleware, middleware)
+        if middleware is SwaggerUIMiddleware:
+            stack.append(PathGuard)  # even the docs are not served a path no client means
+        if middleware is ConnexionContextMiddleware:
+            # After security and request validation: a faulty request is still a valid one.
+            stack.append(functools.partial(FaultInjection, faults=mock.faults))
+        stack.append(middleware)
+        if middleware is RoutingMiddleware:
+            stack.append(RouteNotes)
+    return stack
+
+
+def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
+    """The mock's Connexion FlaskApp: the three documents, each operation planned."""
+    app = connexion.FlaskApp(
+        __name__,
+        middlewares=middlewares(mock),
+        strict_validation=True,
+        validate_responses=True,
+        validator_map={**VALIDATOR_MAP, "body": BODY_VALIDATORS},
+        security_map=security_map(mock.auth),
+        resolver=Resolver(function_resolver=handlers.resolve),
+        pythonic_params=False,  # each PlannedView converts the names, once
+        jsonifier=Jsonifier(_CompactJSON),
+        uri_parser_class=RepeatedKeysURIParser,
+        swagger_ui_options=SwaggerUIOptions(swagger_ui_path=DOCS_PATH),
+    )
+    app.add_api(contract.spec(contract.CONTROL_PLANE_SPEC), base_path="")
+    app.add_api(contract.spec(contract.GATEWAY_SPEC), base_path=mock.gateway_prefix)
+    app.add_api(contract.spec(contract.ADMIN_SPEC), base_path=mock.admin_prefix)
+    app.app.extensions[EXTENSION] = mock
+    # Starlette picks the handler by the exception's class hierarchy: Connexion registers its
+    # own for ProblemException, so each base is claimed here.
+    for condition in (Exception, HTTPException, ProblemException, errors.PlatformError):
+        app.add_error_handler(condition, render_error)
+    # Built now rather than on the first request (which would pay for it), so that the
+    # operations' Flask views exist to be planned.
+    middleware = app.middleware
+    middleware.app, middleware.middleware_stack = middleware._build_middleware_stack()
+    rules = plan_views(app.app)
+    app.app.request_context = _routed_context(app.app, rules)  # type: ignore[method-assign]
+    wsgi.install(app, environ_from=lambda scope: {ROUTED: _rule_of(scope, rules)})
+    return app
+
+
+class PlannedView:
+    """The Flask view of one operation: the handler called with the parameters and body
+    request validation parsed, under its own argument names (`sortBy` as `sort_by`, `id` as
+    `id_`), converted once here, and its result answered as compact JSON."""
+
+    def __init__(self, operation_id: str, handler: Callable[..., Any]):
+        self.operation_id = operation_id
+        self.handler = handler
+        self.accepted = frozenset(inspect.signature(handler).parameters)
+        self.names: dict[str, str | None] = {}
+        self.__name__ = operation_id
+
+    def _name(self, passed: str) -> str | None:
+        if passed not in self.names:
+            name = pythonic(passed)
+            self.names[passed] = name if name in self.accepted else None
+        return self.names[passed]
+
+    def __call__(self, **_: Any) -> flask.Response:
+        environ = flask.request.environ
+        scope = environ["asgi.scope"]
+        arguments: dict[str, Any] = {}
+        for passed, value in notes(scope).get(ARGUMENTS, {}).items():
+            name = self._name(passed)
+            if name is not None:
+                arguments[name] = value
+        for key, value in scope.get("extensions", {}).get(CONNEXION_CONTEXT, {}).items():
+            if key in self.accepted:
+                arguments[key] = value
+        result = self.handler(**arguments)
+        body, status = result if isinstance(result, tuple) else (result, 200)
+        return flask.Response(
+            orjson.dumps(body) + b"\n", status=status, mimetype="application/json"
+        )
+
+
+def plan_views(flask_app: flask.Flask) -> dict[str, Any]:
+    """Puts a PlannedView in place of each operation's Connexion view; returns each
+    operation's Flask rule, by operationId."""
+    rules: dict[str, Any] = {}
+    for rule in flask_app.url_map.iter_rules():
+        view = flask_app.view_functions.get(rule.endpoint)
+        if isinstance(view, FlaskOperation):
+            operation_id = view.operation_id
+            planned = PlannedView(operation_id, handlers.OPERATIONS[operation_id])
+            flask_app.view_functions[rule.endpoint] = planned
+            rules[operation_id] = rule
+    return rules
+
+
+def _rule_of(scope: Scope, rules: dict[str, Any]) -> Any:
+    operation_id = scope.get("extensions", {}).get("connexion_routing", {}).get("operation_id")
+    return rules.get(operation_id)
+
+
+def _routed_context(
+    flask_app: flask.Flask, rules: dict[str, Any]
+) -> Callable[[dict[str, Any]], RequestContext]:
+    """Flask's `request_context`, for a request Connexion has routed already: Flask's own
+    match (a second walk of every rule, on every request) is skipped."""
+
+    class RoutedContext(RequestContext):
+        def match_request(self) -> None:
+            rule = self.request.environ.get(ROUTED)
+            if rule is None:
+                super().match_request()
+                return
+            self.request.url_rule, self.request.view_args = rule, {}
+
+    return lambda environ: RoutedContext(flask_app, environ)
+
+
+def as_platform_error(
+    exc: Exception, request: ConnexionRequest | None = None
+) -> errors.PlatformError:
+    """The platform error condition for anything raised while serving a request."""
+    if isinstance(exc, errors.PlatformError):
+        return exc
+    detail = str(getattr(exc, "detail", "") or exc)
+    if isinstance(exc, UnsupportedMediaTypeProblem):
+        return errors.UnsupportedMediaType(detail)
+    if isinstance(exc, OAuthProblem):
+        return errors.MissingToken()
+    if isinstance(exc, NonConformingResponse):
+        return errors.MockFailure(
+            f"The mock produced a response that breaks its contract: {detail}"
+        )
+    status = getattr(exc, "status_code", 500)
+    where = f"{request.method} {request.url.path}" if request is not None else "this request"
+    if status == 404:
+        return errors.RouteNotFound(f"No route for {where}")
+    if status == 405:
+        return errors.MethodNotAllowed(f"Method not allowed: {where}")
+    if isinstance(exc, HTTPException) and 400 <= status < 500:
+        return invalid_request([{"location": "request", "field": "", "message": detail}])
+    logger.error("Unexpected error serving %s", where, exc_info=exc)
+    return errors.MockFailure()
+
+
+def render_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    error = as_platform_error(exc, request)
+    notes(request.scope)["error"] = error
+    headers: dict[str, Any] = dict(getattr(exc, "headers", None) or {})
+    headers.pop("Content-Type", None)
+    if isinstance(error, errors.MethodNotAllowed):
+        allowed = allowed_methods(request.scope)
+        if allowed:
+            headers["Allow"] = ", ".join(allowed)
+    return ConnexionResponse(
+        status_code=error.status,
+        mimetype="application/json",
+        content_type="application/json",
+        body=orjson.dumps(error.body()),
+        headers=headers,
+    )
+
+
+def allowed_methods(scope: Scope) -> list[str]:
+    """Every method the request's path takes (HEAD wherever GET is), read from Connexion's
+    router. Starlette's 405 names only the methods of the first route that matched the path,
+    and each operation is a route of its own: `/faults` would allow GET but not POST."""
+    stack = getattr(scope.get("app"), "middleware_stack", None) or ()
+    routing = next((m for m in stack if isinstance(m, ConnexionRoutingMiddleware)), None)
+    if routing is None:
+        return []
+    # A scope of its own: on the request's, routing may have moved root_path to a mount.
+    root = scope.get("app_root_path", scope.get("root_path", ""))
+    probe: Scope = {"type": "http", "method": "", "path": scope["path"], "root_path": root}
+    return sorted(_methods_of(routing.router, probe))
+
+
+def _methods_of(router: Router, scope: Scope) -> set[str]:
+    """The methods of the routes the path matches where Starlette would look for them: in
+    the first mount that takes the path, else in the router a mount passes unmatched paths
+    on to (an API mounted on the base path of another)."""
+    methods: set[str] = set()
+    route: BaseRoute
+    for route in router.routes:
+        match, child = route.matches(scope)
+        if match is Match.NONE:
+            continue
+        if isinstance(route, Mount):
+            if isinstance(route.app, Router):
+                return _methods_of(route.app, {**scope, **child})
+            return methods
+        methods.update(getattr(route, "methods", None) or ())
+    if not methods and isinstance(router.default, Router):
+        return _methods_of(router.default, scope)
+    return methods

@@ -1,0 +1,510 @@
+"""Request and response validation plugged into Connexion, planned once per operation.
+
+Connexion's own validators stop at the first error, and its middlewares rebuild a URI parser,
+a parameter validator and a body validator (and look up every response definition) on every
+request. These report one `details` entry per violation (with its location and field), are
+built once per operation (and media type, and documented status), raise the platform's error
+classes instead of `application/problem+json` problems, and hand what they parsed on to the
+handler (`notes(scope)["arguments"]`), so nothing is parsed twice.
+"""
+
+from __future__ import annotations
+
+import copy
+import typing as t
+from collections import Counter
+
+import orjson
+from connexion.datastructures import MediaTypeDict
+from connexion.json_schema import Draft4ResponseValidator
+from connexion.middleware.request_validation import (
+    RequestValidationAPI,
+    RequestValidationOperation,
+)
+from connexion.middleware.request_validation import (
+    RequestValidationMiddleware as ConnexionRequestValidationMiddleware,
+)
+from connexion.middleware.response_validation import (
+    ResponseValidationAPI,
+    ResponseValidationOperation,
+)
+from connexion.middleware.response_validation import (
+    ResponseValidationMiddleware as ConnexionResponseValidationMiddleware,
+)
+from connexion.uri_parsing import OpenAPIURIParser
+from connexion.utils import is_nullable, make_type
+from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
+from connexion.validators import ParameterValidator as ConnexionParameterValidator
+from starlette.datastructures import Headers
+from starlette.types import Message, Receive, Scope, Send
+from werkzeug.http import parse_options_header
+
+from mock_server import errors
+from mock_server.http.middleware import notes, query_pairs
+from mock_server.validation import (
+    MAX_BODY_BYTES,
+    UTF8_CHARSETS,
+    Detail,
+    body_problem,
+    compiled,
+    invalid_request,
+    number_problem,
+    read_json,
+    scalar_type,
+    summary,
+    violations,
+    without_null_optionals,
+)
+
+ARGUMENTS = "arguments"  # the notes' key of what a handler is called with, by the spec's names
+
+
+class RepeatedKeysURIParser(OpenAPIURIParser):
+    """Connexion's OpenAPI URI parser, reading an exploded form array (`?status=A&status=B`,
+    the style of every array query parameter of the contract) as its repeated keys only.
+    Connexion joins the values with commas and splits them again, so `?status=A,B` was read
+    as two statuses; by the contract it is one value, `A,B`, which is not a status (and
+    `?triggeredBy=a,b` names one slug, `a,b`)."""
+
+    @staticmethod
+    def _resolve_param_duplicates(values: t.Any, param_defn: dict, _in: str) -> t.Any:
+        style = param_defn.get("style", OpenAPIURIParser.style_defaults[_in])
+        if _in == "query" and style == "form" and param_defn.get("explode", True):
+            return list(values)
+        return OpenAPIURIParser._resolve_param_duplicates(values, param_defn, _in)
+
+    @staticmethod
+    def _split(value: t.Any, param_defn: dict, _in: str) -> t.Any:
+        if isinstance(value, list):  # the repeated keys, kept as they came
+            return value
+        return OpenAPIURIParser._split(value, param_defn, _in)
+
+
+class ParameterValidator(ConnexionParameterValidator):
+    """Checks path, query and header parameters; unknown or repeated query keys are errors,
+    and so is a number not written as the contract writes numbers. Built once per operation;
+    `parse` returns the path and query values as the handler takes them."""
+
+    def __init__(self, *args: t.Any, **kwargs: t.Any):
+        super().__init__(*args, **kwargs)
+        self.known = {p["name"]: p for p in self.parameters.get("query", [])}
+        self.schemas = {
+            p["name"]: p.get("schema", {})
+            for location in ("path", "query")
+            for p in self.parameters.get(location, [])
+        }
+        # What a handler is given for a query parameter the request leaves out.
+        self.defaults = {
+            p["name"]: p["schema"]["default"]
+            for p in self.parameters.get("query", [])
+            if "default" in p.get("schema", {})
+        }
+
+    def validate(self, scope: Scope) -> None:
+        self.parse(scope)
+
+    def parse(self, scope: Scope) -> dict[str, t.Any]:
+        """The request's path and query parameters, converted to the contract's types, with
+        the spec's defaults for the query parameters it leaves out; raises InvalidRequest
+        listing every violation."""
+        details: list[Detail] = []
+        known = self.known
+        pairs = query_pairs(scope)
+        misspelt: set[str] = set()
+        seen: Counter[str] = Counter()
+        grouped: dict[str, list[str]] = {}
+        for key, value in pairs:
+            grouped.setdefault(key, []).append(value)
+            param = known.get(key)
+            schema = param.get("schema", {}) if param else {}
+            kind = scalar_type(schema)
+            problem = number_problem(value, kind) if kind in ("integer", "number") else None
+            field = f"{key}[{seen[key]}]" if schema.get("type") == "array" else key
+            seen[key] += 1
+            if problem and (key not in misspelt or field != key):
+                misspelt.add(key)
+                details.append({"location": "query", "field": field, "message": problem})
+        for key, given in grouped.items():
+            param = known.get(key)
+            if param is None:
+                if self.strict_validation:
+                    details.append(
+                        {
+                            "location": "query",
+                            "field": key,
+                            "message": "is not a parameter of this operation",
+                        }
+                    )
+            elif len(given) > 1 and param.get("schema", {}).get("type") != "array":
+                details.append(
+                    {
+                        "location": "query",
+                        "field": key,
+                        "message": "takes one value but was given several",
+                    }
+                )
+        query = self.uri_parser.resolve_query(
+            {key: given for key, given in grouped.items() if key not in misspelt}
+        )
+        path = self.uri_parser.resolve_path(scope.get("path_params", {}))
+        headers: t.Mapping[str, str] = Headers(scope=scope) if self.parameters.get("header") else {}
+        arguments: dict[str, t.Any] = {}
+        sources: tuple[tuple[str, t.Mapping[str, t.Any]], ...] = (
+            ("query", query),
+            ("path", path),
+            ("header", headers),
+        )
+        for location, values in sources:
+            for param in self.parameters.get(location, []):
+                name = param["name"]
+                if location == "query" and name in misspelt:
+                    continue  # said above; its value as Python read it would mislead
+                found: t.Any = values.get(name if location != "path" else name.replace("-", "_"))
+                details.extend(self._check(location, param, found))
+                if location != "header" and found is not None:
+                    arguments[name] = found
+        if details:
+            raise invalid_request(details)
+        for name, found in arguments.items():
+            arguments[name] = _typed(found, self.schemas[name])
+        for name, default in self.defaults.items():
+            if name not in arguments:
+                arguments[name] = copy.deepcopy(default)
+        return arguments
+
+    @staticmethod
+    def _check(location: str, param: dict, value: t.Any) -> list[Detail]:
+        name = param["name"]
+        if value is None:
+            if param.get("required"):
+                return [{"location": location, "field": name, "message": "is required"}]
+            return []
+        return violations(compiled(param.get("schema", {})), value, location, (name,))
+
+
+def _typed(value: t.Any, schema: dict) -> t.Any:
+    """A valid parameter value as the handler takes it: `number`s as floats, as Connexion
+    passes them."""
+    if schema.get("nullable") and value is None:
+        return None
+    if schema.get("type") == "array":
+        items = schema.get("items", {})
+        return [make_type(part, items.get("type"), items.get("format")) for part in value]
+    return make_type(value, schema.get("type"), schema.get("format"))
+
+
+_NO_BODY = object()
+
+
+class JSONBodyValidator(JSONRequestBodyValidator):
+    """Checks a JSON request body: size, media type, encoding, syntax, then the schema.
+
+    It reads the body itself, with or without Content-Length (chunked), stopping at the
+    size limit, and hands the body it read on to the handler (`body`), nulls of optional
+    fields read as absent; the WSGI side downstream is given no body to read again.
+    """
+
+    async def read(self, receive: Receive, scope: Scope) -> t.Any:
+        """The body as the handler takes it, or `_NO_BODY`; raises the error of the first
+        problem found."""
+        headers = Headers(scope=scope)
+        length = headers.get("content-length")
+        if length is not None and not length.isdigit():
+            raise invalid_request(
+                [{"location": "header", "field": "content-length", "message": "is not a number"}]
+            )
+        if length is not None and int(length) > MAX_BODY_BYTES:
+            raise errors.PayloadTooLarge(
+                f"Request body is {int(length)} bytes; the limit is {MAX_BODY_BYTES} bytes (1 MiB)"
+            )
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        if (chunked or int(length or 0)) and "content-type" not in headers:
+            raise errors.UnsupportedMediaType(
+                "Request has a body but no Content-Type; send application/json"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        more_body = True
+        while more_body:
+            message = await receive()
+            if message["type"] == "http.disconnect":  # answered to no one, but journaled
+                raise body_problem("the client left mid-body")
+            chunk = message.get("body", b"")
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise errors.PayloadTooLarge(
+                    f"Request body is over the limit of {MAX_BODY_BYTES} bytes (1 MiB)"
+                )
+            more_body = message.get("more_body", False)
+        raw = b"".join(chunks)
+        body = self._decode(raw)
+        if body is _NO_BODY:
+            if self._required:
+                raise body_problem("a JSON request body is required")
+            return _NO_BODY
+        cleaned = without_null_optionals(body, self._schema)
+        self._validate(cleaned)
+        return self._argument(raw, cleaned)
+
+    def _argument(self, raw: bytes, body: t.Any) -> t.Any:
+        return body
+
+    def _decode(self, raw: bytes) -> t.Any:
+        if not raw:
+            return _NO_BODY
+        try:
+            text = raw.decode(self._encoding)
+        except (UnicodeDecodeError, LookupError):
+            raise body_problem(f"is not valid {self._encoding} text") from None
+        try:
+            return read_json(text)
+        except ValueError as exc:
+            raise body_problem(f"is not valid JSON: {exc}") from None
+
+    def _validate(self, body: t.Any) -> None:
+        details = violations(compiled(self._schema), body, "body")
+        if details:
+            raise invalid_request(details)
+
+
+class YAMLTextValidator(JSONBodyValidator):
+    """A YAML request body gets the size, media type and encoding checks of a JSON one, and
+    reaches its handler as the bytes sent: the handler reads it with the fixture reader,
+    whose errors give the line of each problem, which the data parsed here would no longer
+    know."""
+
+    def _decode(self, raw: bytes) -> t.Any:
+        if not raw and self._required:
+            raise body_problem("a YAML request body is required")
+        if not raw:
+            return _NO_BODY
+        try:
+            return raw.decode(self._encoding)
+        except (UnicodeDecodeError, LookupError):
+            raise body_problem(f"is not valid {self._encoding} text") from None
+
+    def _validate(self, body: t.Any) -> None:
+        pass  # the handler checks the document against the fixture schema
+
+    def _argument(self, raw: bytes, body: t.Any) -> t.Any:
+        return raw
+
+
+def _no_more_body(receive: Receive) -> Receive:
+    """A receive whose request has an empty body (validation has read it), then the real
+    receive: a client leaving is still seen downstream."""
+    sent = False
+
+    async def receive_() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        return await receive()
+
+    return receive_
+
+
+class _PlannedRequestValidation(RequestValidationOperation):
+    """Connexion's request validation of one operation, reporting parameter and body
+    violations together, with its validators built once."""
+
+    def __init__(self, *args: t.Any, **kwargs: t.Any):
+        super().__init__(*args, **kwargs)
+        operation = self._operation
+        self._parameters = self._validator_map["parameter"](
+            operation.parameters,
+            uri_parser=operation._uri_parser_class(
+                operation.parameters, operation.body_definition()
+            ),
+            strict_validation=self.strict_validation,
+            security_query_params=self.security_query_params,
+        )
+        self._consumes = MediaTypeDict([(c.lower(), None) for c in operation.consumes])
+        self._body_name = operation.body_name("application/json")
+        self._bodies: dict[tuple[str, str], t.Any] = {}
+
+    def extract_content_type(self, headers: list[tuple[bytes, bytes]]) -> tuple[str, str]:
+        """The media type, lower-cased (`APPLICATION/JSON` is `application/json`), and the
+        charset, wherever the header's parameters put it (Connexion's parser misses
+        `; charset=...` with a space)."""
+        value = dict(headers).get(b"content-type")
+        if value is None:
+            return super().extract_content_type(headers)
+        mime_type, options = parse_options_header(value.decode("latin-1"))
+        return mime_type.lower(), options.get("charset", "utf-8").lower()
+
+    def validate_mime_type(self, mime_type: str) -> None:
+        if self._operation.consumes and mime_type not in self._consumes:
+            super().validate_mime_type(mime_type)  # raises, in Connexion's words
+
+    def _body_validator(self, mime_type: str, encoding: str) -> t.Any:
+        """The body validator for a media type and charset (None: the body is not read),
+        built on first use."""
+        key = (mime_type, encoding)
+        if key not in self._bodies:
+            operation = self._operation
+            schema = operation.body_schema(mime_type)
+            cls = self._validator_map["body"].get(mime_type) if schema else None
+            self._bodies[key] = cls and cls(
+                schema=schema,
+                required=operation.request_body.get("required", False),
+                nullable=is_nullable(operation.body_definition(mime_type)),
+                encoding=encoding,
+                strict_validation=self.strict_validation,
+            )
+        return self._bodies[key]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        details: list[Detail] = []
+        arguments: dict[str, t.Any] = {}
+        try:
+            arguments = self._parameters.parse(scope)
+        except errors.InvalidRequest as exc:
+            details = exc.details
+        mime_type, encoding = self.extract_content_type(scope["headers"])
+        self.validate_mime_type(mime_type)
+        validator = self._body_validator(mime_type, encoding)
+        if validator is not None and encoding not in UTF8_CHARSETS:
+            # JSON is UTF-8 (RFC 8259); read any other way, the handler would disagree.
+            raise errors.UnsupportedMediaType(
+                f"JSON request bodies are UTF-8; charset={encoding} is not supported"
+            )
+        if validator is not None:
+            try:
+                body = await validator.read(receive, scope)
+            except errors.InvalidRequest as exc:
+                details = details + exc.details
+            else:
+                if body is _NO_BODY:
+                    body = copy.deepcopy(validator._schema.get("default", {}))
+                arguments[self._body_name] = body
+            receive = _no_more_body(receive)
+        if details:
+            raise invalid_request(details)
+        notes(scope)[ARGUMENTS] = arguments
+        await self.next_app(scope, receive, send)
+
+
+class _PlannedRequestValidationAPI(RequestValidationAPI):
+    def make_operation(self, operation: t.Any) -> RequestValidationOperation:
+        return _PlannedRequestValidation(
+            self.next_app,
+            operation=operation,
+            strict_validation=self.strict_validation,
+            validator_map=self.validator_map,
+        )
+
+
+class RequestValidationMiddleware(ConnexionRequestValidationMiddleware):
+    """Drop-in for Connexion's request validation middleware (see `_PlannedRequestValidation`)."""
+
+    api_cls = _PlannedRequestValidationAPI
+
+
+class JSONResponseValidator(JSONResponseBodyValidator):
+    """Checks every response body against the contract; a failure is a bug in the mock."""
+
+    def wrap_send(self, send: Send) -> Send:
+        # HEAD is answered as its GET without the body (a 405 lists HEAD beside GET in
+        # `Allow`): its status and headers are checked as ever, there is no body to check.
+        if self._scope["method"] == "HEAD":
+            return send
+        return super().wrap_send(send)
+
+    def _parse(self, stream: t.Generator[bytes, None, None]) -> t.Any:
+        body = b"".join(stream)
+        return orjson.loads(body) if body else None
+
+    def _validate(self, body: t.Any) -> None:
+        details = violations(compiled(self._schema, Draft4ResponseValidator), body, "response")
+        if details:
+            raise errors.MockFailure(
+                "The mock produced a response that breaks its contract: " + summary(details),
+                details=details,
+            )
+
+
+class _ResponsePlan(t.NamedTuple):
+    required_headers: frozenset[str]
+    schema: dict
+    nullable: bool
+
+
+class _PlannedResponseValidation(ResponseValidationOperation):
+    """Connexion's response validation of one operation, with each documented response's
+    definition looked up once instead of on every response."""
+
+    def __init__(self, *args: t.Any, **kwargs: t.Any):
+        super().__init__(*args, **kwargs)
+        self._plans: dict[tuple[str, str], _ResponsePlan] = {}
+        self._produces: dict[str, bool] = {}
+
+    def _plan(self, status: str, mime_type: str) -> _ResponsePlan:
+        key = (status, mime_type)
+        if key not in self._plans:
+            definition = self._operation.response_definition(status, mime_type)
+            self._plans[key] = _ResponsePlan(
+                frozenset(
+                    name.lower()
+                    for name, header in definition.get("headers", {}).items()
+                    if header.get("required", False)
+                ),
+                self._operation.response_schema(status, mime_type),
+                is_nullable(definition),
+            )
+        return self._plans[key]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def wrapped_send(message: t.MutableMapping[str, t.Any]) -> None:
+            nonlocal send
+            if message["type"] == "http.response.start":
+                headers = message["headers"]
+                mime_type, encoding = self.extract_content_type(headers)
+                if message["status"] < 400:
+                    if mime_type not in self._produces:
+                        try:
+                            self.validate_mime_type(mime_type)
+                            self._produces[mime_type] = True
+                        except Exception:
+                            self._produces[mime_type] = False
+                    if not self._produces[mime_type]:
+                        self.validate_mime_type(mime_type)  # raises, in Connexion's words
+                plan = self._plan(str(message["status"]), mime_type)
+                if plan.required_headers:
+                    self.validate_required_headers(
+                        headers, {"headers": {h: {"required": True} for h in plan.required_headers}}
+                    )
+                validator_cls = self._validator_map["response"].get(mime_type)
+                if validator_cls is not None:
+                    validator = validator_cls(
+                        scope, schema=plan.schema, nullable=plan.nullable, encoding=encoding
+                    )
+                    send = validator.wrap_send(send)
+            return await send(message)
+
+        await self.next_app(scope, receive, wrapped_send)
+
+
+class _PlannedResponseValidationAPI(ResponseValidationAPI):
+    def make_operation(self, operation: t.Any) -> t.Any:
+        if not self.validate_responses:
+            return self.next_app
+        return _PlannedResponseValidation(
+            self.next_app, operation=operation, validator_map=self.validator_map
+        )
+
+
+class ResponseValidationMiddleware(ConnexionResponseValidationMiddleware):
+    """Drop-in for Connexion's response validation middleware (see
+    `_PlannedResponseValidation`)."""
+
+    api_cls = _PlannedResponseValidationAPI
+
+
+VALIDATOR_MAP = {
+    "parameter": ParameterValidator,
+    "body": MediaTypeDict({"*/*json": JSONBodyValidator}),
+    "response": MediaTypeDict({"*/*json": JSONResponseValidator}),
+}
