@@ -11,6 +11,7 @@ handler (`notes(scope)["arguments"]`), so nothing is parsed twice.
 from __future__ import annotations
 
 import copy
+import functools
 import typing as t
 from collections import Counter
 
@@ -32,7 +33,7 @@ from connexion.middleware.response_validation import (
     ResponseValidationMiddleware as ConnexionResponseValidationMiddleware,
 )
 from connexion.uri_parsing import OpenAPIURIParser
-from connexion.utils import is_nullable, make_type
+from connexion.utils import is_nullable, make_type, split_content_type
 from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
 from connexion.validators import ParameterValidator as ConnexionParameterValidator
 from starlette.datastructures import Headers
@@ -78,6 +79,13 @@ class RepeatedKeysURIParser(OpenAPIURIParser):
         if isinstance(value, list):  # the repeated keys, kept as they came
             return value
         return OpenAPIURIParser._split(value, param_defn, _in)
+
+    @property
+    def param_schemas(self) -> dict[str, t.Any]:
+        # Connexion builds this dict anew on every access, several times per parameter.
+        if not hasattr(self, "_schemas"):
+            self._schemas = {k: v.get("schema", {}) for k, v in self.param_defns.items()}
+        return self._schemas
 
 
 class ParameterValidator(ConnexionParameterValidator):
@@ -291,6 +299,21 @@ class YAMLTextValidator(JSONBodyValidator):
         return raw
 
 
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _content_type(value: bytes) -> tuple[str, str]:
+    """A Content-Type header's media type, lower-cased, and charset (UTF-8 if it names none).
+    Clients send a handful of distinct values: each is parsed once."""
+    mime_type, options = parse_options_header(value.decode("latin-1"))
+    return mime_type.lower(), options.get("charset", "utf-8").lower()
+
+
 def _no_more_body(receive: Receive) -> Receive:
     """A receive whose request has an empty body (validation has read it), then the real
     receive: a client leaving is still seen downstream."""
@@ -324,16 +347,18 @@ class _PlannedRequestValidation(RequestValidationOperation):
         self._consumes = MediaTypeDict([(c.lower(), None) for c in operation.consumes])
         self._body_name = operation.body_name("application/json")
         self._bodies: dict[tuple[str, str], t.Any] = {}
+        self._default_type: tuple[str, str] | None = None  # of a request without Content-Type
 
     def extract_content_type(self, headers: list[tuple[bytes, bytes]]) -> tuple[str, str]:
         """The media type, lower-cased (`APPLICATION/JSON` is `application/json`), and the
         charset, wherever the header's parameters put it (Connexion's parser misses
         `; charset=...` with a space)."""
-        value = dict(headers).get(b"content-type")
+        value = _header(headers, b"content-type")
         if value is None:
-            return super().extract_content_type(headers)
-        mime_type, options = parse_options_header(value.decode("latin-1"))
-        return mime_type.lower(), options.get("charset", "utf-8").lower()
+            if self._default_type is None:
+                self._default_type = super().extract_content_type(headers)
+            return self._default_type
+        return _content_type(value)
 
     def validate_mime_type(self, mime_type: str) -> None:
         if self._operation.consumes and mime_type not in self._consumes:
@@ -426,6 +451,12 @@ class JSONResponseValidator(JSONResponseBodyValidator):
             )
 
 
+@functools.lru_cache(maxsize=16)
+def _response_type(value: bytes) -> tuple[str, str]:
+    mime_type, encoding = split_content_type(value.decode("latin-1"))
+    return mime_type or "application/octet-stream", encoding or "utf-8"
+
+
 class _ResponsePlan(t.NamedTuple):
     required_headers: frozenset[str]
     schema: dict
@@ -461,7 +492,12 @@ class _PlannedResponseValidation(ResponseValidationOperation):
             nonlocal send
             if message["type"] == "http.response.start":
                 headers = message["headers"]
-                mime_type, encoding = self.extract_content_type(headers)
+                # The mock's own responses: their Content-Type is one the mock wrote.
+                value = _header(headers, b"content-type")
+                if value is None:
+                    mime_type, encoding = self.extract_content_type(headers)
+                else:
+                    mime_type, encoding = _response_type(value)
                 if message["status"] < 400:
                     if mime_type not in self._produces:
                         try:
