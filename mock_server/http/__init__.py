@@ -5,7 +5,12 @@ the dependency is pinned below Connexion's next minor release. Every hook is lis
 with why it is needed; `tests/test_connexion_hooks.py` checks that each still exists and
 still bites, so an upgrade fails in CI rather than quietly in users' hands.
 
-Middlewares replaced in Connexion's stack (`app.MIDDLEWARES`, by subclassing each):
+The stack is one visible list (`app.middlewares()`): Connexion's defaults less its
+ContextMiddleware (whose context only Connexion's own views read), with the mock's own layers
+(`middleware.py`) at their places, and built before the first request
+(`ConnexionMiddleware._build_middleware_stack`), so that the Flask views exist to be planned.
+
+Middlewares replaced in Connexion's stack (`app.REPLACED`, by subclassing each):
 - `SwaggerUIMiddleware`: its router runs only for paths under the docs' prefixes, not on
   every API request.
 - `RoutingMiddleware`: Starlette's slash redirects are turned off (`redirect_slashes`), so
@@ -28,8 +33,9 @@ The Flask side (`app.py`, `wsgi.py`):
 - Each operation's `FlaskOperation` view (which rebuilds Connexion's decorators and parses
   the request again on every call) is replaced in `flask_app.view_functions` by a
   `PlannedView` that calls the handler with what validation parsed.
-- `Flask.request_context` makes a `RequestContext` whose `match_request` (Flask's documented
-  hook) takes the rule Connexion's routing chose, instead of matching the URL again.
+- `Flask.request_context` makes a `RequestContext` that takes the rule Connexion's routing
+  chose, and `Flask.create_url_adapter` gives a routed request no URL adapter, so Flask
+  neither binds its URL map nor matches the URL again.
 - `FlaskApp._middleware_app.asgi_app` is replaced by `InlineWSGI`: Flask is called on the
   event loop's thread, not through a2wsgi's thread pool.
 

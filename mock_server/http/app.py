@@ -142,8 +142,9 @@ REPLACED = {
 
 
 def middlewares(mock: PlatformMock) -> list[Any]:
-    """The pipeline every request goes through, outermost first: Connexion's defaults (with
-    the four of `REPLACED`) and the mock's own layers at their places."""
+    """The pipeline every request goes through, outermost first: Connexion's defaults, with
+    the four of `REPLACED`, the mock's own layers at their places, and without Connexion's
+    ContextMiddleware, whose context only Connexion's own views read (PlannedView does not)."""
     stack: list[Any] = []
     for middleware in ConnexionMiddleware.default_middlewares:
         middleware = REPLACED.get(middleware, middleware)
@@ -152,6 +153,7 @@ def middlewares(mock: PlatformMock) -> list[Any]:
         if middleware is ConnexionContextMiddleware:
             # After security and request validation: a faulty request is still a valid one.
             stack.append(functools.partial(FaultInjection, faults=mock.faults))
+            continue
         stack.append(middleware)
         if middleware is RoutingMiddleware:
             stack.append(RouteNotes)
@@ -249,18 +251,26 @@ def _rule_of(scope: Scope, rules: dict[str, Any]) -> Any:
 def _routed_context(
     flask_app: flask.Flask, rules: dict[str, Any]
 ) -> Callable[[dict[str, Any]], RequestContext]:
-    """Flask's `request_context`, for a request Connexion has routed already: Flask's own
-    match (a second walk of every rule, on every request) is skipped."""
+    """Flask's `request_context`, for a request Connexion has routed already: the context
+    takes the rule routing chose, and Flask neither binds its URL map to the request nor
+    matches it again (a second walk of every rule, on every request)."""
+    unrouted = flask_app.create_url_adapter
+
+    def create_url_adapter(request: flask.Request | None) -> Any:
+        if request is not None and request.environ.get(ROUTED) is not None:
+            return None  # and so RequestContext.push() does not match the request
+        return unrouted(request)
+
+    flask_app.create_url_adapter = create_url_adapter  # type: ignore[method-assign]
 
     class RoutedContext(RequestContext):
-        def match_request(self) -> None:
-            rule = self.request.environ.get(ROUTED)
-            if rule is None:
-                super().match_request()
-                return
-            self.request.url_rule, self.request.view_args = rule, {}
+        def __init__(self, environ: dict[str, Any]):
+            super().__init__(flask_app, environ)
+            rule = environ.get(ROUTED)
+            if rule is not None:
+                self.request.url_rule, self.request.view_args = rule, {}
 
-    return lambda environ: RoutedContext(flask_app, environ)
+    return RoutedContext
 
 
 def as_platform_error(
