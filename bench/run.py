@@ -67,11 +67,11 @@ SINGLE = {"connections": 1, "threads": 1}
 # the deployments, reads a model response, gets its token and reads the runs again.
 TEST_CALLS = (0, 1, 2, 3, 0)
 SCALE_RUNS = 100_000
-SCALE_TARGETS = (  # key of scale.measure()'s result, target, bound, unit
-    ("load_s", "100k runs: world loads < 3 s", 3.0, "s"),
-    ("rss_mb", "100k runs: resident memory < 300 MB", 300.0, "MB"),
-    ("reset_p50_ms", "100k runs: reset < 50 ms p50", 50.0, "ms"),
-    ("page_p50_ms", "100k runs: filtered sorted page < 20 ms p50", 20.0, "ms"),
+SCALE_TARGETS = (  # key of scale.measure()'s result, target, bound, shown as
+    ("load_s", "100k runs: world loads < 3 s", 3.0, "{:.2f} s"),
+    ("rss_mb", "100k runs: resident memory < 300 MB", 300.0, "{:.0f} MB"),
+    ("reset_p50_ms", "100k runs: reset < 50 ms p50", 50.0, "{:.1f} ms"),
+    ("page_p50_ms", "100k runs: filtered sorted page < 20 ms p50", 20.0, "{:.1f} ms"),
 )
 
 
@@ -373,6 +373,7 @@ def wrk(
         for pct, value, unit in re.findall(r"\s(50|99)%\s+([\d.]+)(us|ms|s)\b", out)
     }
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     return {
         "rps": rps,
         "p50_ms": latency.get("50"),
@@ -380,6 +381,7 @@ def wrk(
         "requests": served,
         "cpu_us_per_request": cpu / served * 1e6 if served else None,
         "non_2xx": int(errors.group(1)) if errors else 0,
+        "socket_errors": sum(map(int, socket.groups())) if socket else 0,
     }
 
 
@@ -402,6 +404,7 @@ def mock_tests(
     user = {"Authorization": f"Bearer {token}"}
     admin = {"Authorization": f"Bearer {admin_token}"}
     tests, clients, failures = [], [], 0
+    cpu_before = process.cpu_seconds()
     end = time.perf_counter() + duration
     while time.perf_counter() < end:
         started = time.perf_counter()
@@ -419,6 +422,7 @@ def mock_tests(
         "tests": len(tests),
         "per_test_ms": statistics.median(tests),
         "client_ms": statistics.median(clients),
+        "server_cpu_ms_per_test": (process.cpu_seconds() - cpu_before) * 1000 / len(tests),
         "non_200": failures,
     }
 
@@ -431,6 +435,8 @@ def prism_tests(server: Server, cases: list[Scenario], token: str, duration: flo
 
     times, failures = [], 0
     headers = {"Authorization": f"Bearer {token}"}
+    processes = list(server.processes.values())
+    cpu_before = sum(process.cpu_seconds() for process in processes)
     with httpx.Client(headers=headers, verify=ssl_context()) as client:
         end = time.perf_counter() + duration
         while time.perf_counter() < end:
@@ -441,7 +447,13 @@ def prism_tests(server: Server, cases: list[Scenario], token: str, duration: flo
                 response = client.request(cases[index].method, url, json=cases[index].body)
                 failures += response.status_code != 200
             times.append((time.perf_counter() - started) * 1000)
-    return {"tests": len(times), "per_test_ms": statistics.median(times), "non_200": failures}
+    cpu = sum(process.cpu_seconds() for process in processes) - cpu_before
+    return {
+        "tests": len(times),
+        "per_test_ms": statistics.median(times),
+        "server_cpu_ms_per_test": cpu * 1000 / len(times),
+        "non_200": failures,
+    }
 
 
 # -- the 100k-run world -----------------------------------------------------------------------
@@ -492,6 +504,7 @@ def summarise(results: dict, cases: list[Scenario], names: list[str]) -> None:
                 for key in ("rps", "p50_ms", "p99_ms", "cpu_us_per_request")
             }
             entry["non_2xx"] = sum(run["non_2xx"] for run in runs)
+            entry["socket_errors"] = sum(run["socket_errors"] for run in runs)
             for reference in (BARE, PRISM_NAME):
                 if reference in names:
                     entry[f"x_{reference}"] = median_of(
@@ -518,18 +531,16 @@ def summarise(results: dict, cases: list[Scenario], names: list[str]) -> None:
             ),
         }
     results["single_connection"] = single
-    per_test: dict = {
-        MOCK: {
-            "per_test_ms": median_of([r["per_test"][MOCK]["per_test_ms"] for r in rounds]),
-            "client_ms": median_of([r["per_test"][MOCK]["client_ms"] for r in rounds]),
-            "non_200": sum(r["per_test"][MOCK]["non_200"] for r in rounds),
-        }
-    }
-    if PRISM_NAME in names:
-        per_test[PRISM_NAME] = {
-            "per_test_ms": median_of([r["per_test"][PRISM_NAME]["per_test_ms"] for r in rounds]),
-            "non_200": sum(r["per_test"][PRISM_NAME]["non_200"] for r in rounds),
-        }
+    per_test: dict = {}
+    for name in (MOCK, PRISM_NAME):
+        runs = [r["per_test"][name] for r in rounds if name in r["per_test"]]
+        if runs:
+            per_test[name] = {
+                key: median_of([run.get(key) for run in runs])
+                for key in ("per_test_ms", "client_ms", "server_cpu_ms_per_test")
+            }
+            per_test[name]["non_200"] = sum(run["non_200"] for run in runs)
+    if PRISM_NAME in per_test:
         per_test["x_prism"] = median_of(
             [
                 r["per_test"][MOCK]["per_test_ms"] / r["per_test"][PRISM_NAME]["per_test_ms"]
@@ -567,12 +578,12 @@ def targets(results: dict, cases: list[Scenario]) -> list[dict]:
         )
     )
     figures = results["scale"]
-    for key, target, bound, unit in SCALE_TARGETS:
+    for key, target, bound, shown in SCALE_TARGETS:
         value = figures.get(key)
         if value is None:
             rows.append((target, "not measured", None))
         else:
-            rows.append((target, f"{value:.2f} {unit}", value < bound))
+            rows.append((target, shown.format(value), value < bound))
     return [{"target": t, "measured": m, "met": ok} for t, m, ok in rows]
 
 
@@ -602,6 +613,7 @@ def report(results: dict, names: list[str], out: Path) -> None:
                 f"{fmt(m['p50_ms'], '7.2f')} {fmt(m['p99_ms'], '7.2f')} "
                 f"{fmt(m['cpu_us_per_request'], '10.0f')}"
                 + (f"  ({m['non_2xx']} non-2xx)" if m["non_2xx"] else "")
+                + (f"  ({m['socket_errors']} socket errors)" if m["socket_errors"] else "")
             )
     single = results["single_connection"]
     lines += [
@@ -618,20 +630,25 @@ def report(results: dict, names: list[str], out: Path) -> None:
     mock = per_test[MOCK]
     lines += [
         "",
-        "per test, one client (median ms):",
+        "per test, one client (median ms; server CPU ms per test)",
         f"  platform-mock: new client + reset + 5 calls {mock['per_test_ms']:.2f} "
-        f"(of which the client {mock['client_ms']:.3f})",
+        f"(the client {mock['client_ms']:.3f}); CPU {mock['server_cpu_ms_per_test']:.2f}",
     ]
     if PRISM_NAME in per_test:
-        lines.append(f"  prism:         5 calls {per_test[PRISM_NAME]['per_test_ms']:.2f}")
-    failures = sum(
-        entry.get("non_200", 0) for entry in per_test.values() if isinstance(entry, dict)
-    )
+        prism = per_test[PRISM_NAME]
+        lines.append(
+            f"  prism:         5 calls {prism['per_test_ms']:.2f}; "
+            f"CPU {prism['server_cpu_ms_per_test']:.2f}"
+        )
+    failures = sum(per_test[name]["non_200"] for name in (MOCK, PRISM_NAME) if name in per_test)
     if failures:
         lines.append(f"  ({failures} responses were not 200)")
     lines += [f"cold start of the mock to its first 200: {results['cold_start_s']:.2f} s"]
-    if "not_measured" in results["scale"]:
-        lines.append(f"100k-run world not measured: {results['scale']['not_measured']}")
+    figures = results["scale"]
+    if "not_measured" in figures:
+        lines.append(f"100k-run world not measured: {figures['not_measured']}")
+    else:
+        lines.append(f"100k-run world (bench/scale.py): {json.dumps(figures)}")
     lines += ["", f"{'target':56} {'measured':>12}  met"]
     for target in results["targets"]:
         met = {True: "yes", False: "NO", None: "-"}[target["met"]]
