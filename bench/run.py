@@ -1,6 +1,7 @@
 """The benchmark: the mock beside Prism and three references, all running at once, in rounds.
 
-    python bench/run.py [--duration 10] [--rounds 3] [--out bench/results] [--no-prism] [--scale]
+    python bench/run.py [--duration 10] [--rounds 3] [--warmup 1] [--out bench/results]
+                        [--no-prism] [--scale]
 
 Every server is started at once and left running: the mock, Prism 5 in static mode
 (`prism mock -v error`, one process per `spec/` document) and three references answering
@@ -18,12 +19,15 @@ Besides requests/s and latency, it measures:
 - what a pytest plugin user pays per test: a new client (sharing the plugin's SSL
   context, as `platform_mock.client()` builds it), `POST /__admin/reset` and five calls of
   the platform API on it, beside the same five calls to Prism on one client (Prism has no
-  reset);
-- with `--scale`, the 100,000-run world (`bench/scale.py`'s `measure`), when that module is
-  present.
+  reset), in wall time per test (median) and server CPU time per test;
+- with `--scale`, the 100,000-run world (`bench/scale.py`'s `measure`, in a process of its
+  own), when that module is present; otherwise its targets read "not measured".
 
-It prints a table and every target with met or not, and writes JSON, text and a PNG chart
-to `--out` with the date and the machine (cores, CPU model, Python version). Setup is the
+Before the first round each server gets `--warmup` seconds of unrecorded load per scenario.
+It prints a table and every target with met or not (each scenario at least 1.0x Prism,
+single-connection p50 at most 4x bare, a test at most Prism's five calls, the 100k-run
+world's bounds), and writes JSON (with every round's raw figures), text and a PNG chart to
+`--out` with the date and the machine (cores, CPU model, Python version). Setup is the
 benchmark's own: wrk comes from Debian's packages (installed with apt-get when missing and
 run as root), Prism from the npm registry into bench/.prism. Not part of the test suite.
 """
@@ -403,6 +407,7 @@ def mock_tests(
     base = f"http://127.0.0.1:{process.port}"
     user = {"Authorization": f"Bearer {token}"}
     admin = {"Authorization": f"Bearer {admin_token}"}
+    ssl_context()  # made once per session by the plugin, not once per test
     tests, clients, failures = [], [], 0
     cpu_before = process.cpu_seconds()
     end = time.perf_counter() + duration
@@ -705,6 +710,41 @@ def chart(results: dict, names: list[str], path: Path) -> bool:
 
 
 # -- main -------------------------------------------------------------------------------------
+def one_round(
+    wrk_bin: str,
+    servers: dict[str, Server],
+    order: list[str],
+    cases: list[Scenario],
+    token: str,
+    admin_token: str,
+    duration: int,
+) -> dict:
+    """Every scenario against every server, in this round's order: throughput scenario by
+    scenario (so the runs compared are seconds apart), then single-connection latency, then
+    the per-test scenario."""
+    measured: dict = {"order": order, "throughput": {}, "single_connection": {}, "per_test": {}}
+    for case in cases:
+        measured["throughput"][case.name] = {}
+        for name in order:
+            process, path = servers[name].target(case)
+            measured["throughput"][case.name][name] = wrk(
+                wrk_bin, process, case, path, token, duration, **THROUGHPUT
+            )
+    for name in order:
+        process, path = servers[name].target(cases[0])
+        measured["single_connection"][name] = wrk(
+            wrk_bin, process, cases[0], path, token, duration, **SINGLE
+        )
+    for name in (name for name in order if name in (MOCK, PRISM_NAME)):
+        if name == MOCK:
+            process = servers[MOCK].processes[""]
+            result = mock_tests(process, cases, token, admin_token, duration)
+        else:
+            result = prism_tests(servers[PRISM_NAME], cases, token, duration)
+        measured["per_test"][name] = result
+    return measured
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
@@ -753,29 +793,9 @@ def main() -> None:
                 f"bench: round {round_number + 1}/{args.rounds}, order {', '.join(order)}",
                 file=sys.stderr,
             )
-            measured: dict = {"order": order, "throughput": {}, "single_connection": {}}
-            for case in cases:
-                measured["throughput"][case.name] = {}
-                for name in order:
-                    process, path = servers[name].target(case)
-                    measured["throughput"][case.name][name] = wrk(
-                        wrk_bin, process, case, path, token, args.duration, **THROUGHPUT
-                    )
-            for name in order:
-                process, path = servers[name].target(cases[0])
-                measured["single_connection"][name] = wrk(
-                    wrk_bin, process, cases[0], path, token, args.duration, **SINGLE
-                )
-            measured["per_test"] = {}
-            for name in rotated([n for n in (MOCK, PRISM_NAME) if n in servers], round_number):
-                if name == MOCK:
-                    result = mock_tests(
-                        servers[MOCK].processes[""], cases, token, admin_token, args.duration
-                    )
-                else:
-                    result = prism_tests(servers[PRISM_NAME], cases, token, args.duration)
-                measured["per_test"][name] = result
-            results["rounds"].append(measured)
+            results["rounds"].append(
+                one_round(wrk_bin, servers, order, cases, token, admin_token, args.duration)
+            )
     finally:
         for server in servers.values():
             server.stop()
