@@ -11,6 +11,7 @@ one, which it writes, prints and judges as a single session would.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from mock_server.server import BackgroundServer
 from mock_server.state import Store
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 _SERVER = pytest.StashKey[BackgroundServer]()
@@ -37,6 +40,17 @@ _WORKER_OUTPUT = "platform_mock_report"
 _WORKER_REPORTS = pytest.StashKey[list[dict[str, Any]]]()
 _MERGED = pytest.StashKey[ContractReport]()
 _LOST = pytest.StashKey[int]()  # workers that went down without handing a report over
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """One SSL context for every client the plugin builds: httpx otherwise loads the
+    certificate bundle for each new client (about 20 ms), even for plain-HTTP URLs. It is
+    httpx's own default context, made once; pass it as `verify=` to share it, and build
+    another for client certificates rather than changing this one."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -156,7 +170,11 @@ class MockHandle:
         import httpx
 
         bearer = token or self.token
-        return httpx.Client(base_url=self.api_url, headers={"Authorization": f"Bearer {bearer}"})
+        return httpx.Client(
+            base_url=self.api_url,
+            headers={"Authorization": f"Bearer {bearer}"},
+            verify=ssl_context(),
+        )
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ pytest-xdist, to show one server per worker and one report for the session.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -366,6 +367,18 @@ def test_token_for_a_user_authenticates_as_that_user(behaviours):
 
 def test_token_for_a_virtual_account_authenticates_as_it(behaviours):
     passed(behaviours, "test_token_for_virtual_account")
+
+
+def test_clients_share_one_ssl_context(platform_mock, monkeypatch):
+    platform_mock.client().close()  # the plugin's shared context exists from here on
+    made = []
+    create = ssl.create_default_context
+    monkeypatch.setattr(
+        ssl, "create_default_context", lambda *a, **k: made.append(a or k) or create(*a, **k)
+    )
+    with platform_mock.client(), platform_mock.client(platform_mock.admin_token):
+        pass
+    assert made == []
 
 
 def test_fault_applies_within_the_test(behaviours):
