@@ -1,6 +1,6 @@
 """The benchmark's second reference: the least a Connexion FlaskApp costs per request.
 
-One Connexion FlaskApp, Flask called inline as the mock does (mock_server.wsgi), one
+One Connexion FlaskApp, Flask called inline as the mock does (mock_server.http.wsgi), one
 operation per benchmarked request answering its pre-serialised body: no security, no
 parameters, no validation, no state. Whatever the mock does, it cannot be faster than this
 on the same stack, so it shows how much of the mock's time is the stack's and how much its own.
