@@ -5,7 +5,9 @@ operation without an entry would go untested: here it fails instead."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import httpx
 import pytest
 
 from mock_server import catalog, contract, fixtures
@@ -86,3 +88,23 @@ def test_path_parameter_is_filled_percent_encoded(default_world):
 def test_reference_of_an_unknown_kind_is_a_key_error(default_world):
     with pytest.raises(KeyError):
         catalog.fill_text("<planet:mars>", default_world)
+
+
+def send_example(server, mock, operation_id: str, **kwargs: Any) -> httpx.Response:
+    """Send an operation's example request, filled for the served world, with its caller's
+    token (and any other `headers` given) over real HTTP; for the suites that go through
+    every operation."""
+    request = catalog.example(operation_id).request(mock.store)
+    operation = contract.operations()[operation_id]
+    root = server.gateway_url if operation.document == contract.GATEWAY_SPEC else server.url
+    caller = mock.store.identity.subject_named("user", request.caller)
+    headers = {
+        "Authorization": f"Bearer {mock.auth.dev_token(caller)}",
+        **kwargs.pop("headers", {}),
+    }
+    if request.body is not None:
+        kwargs.setdefault("json", request.body)
+    with httpx.Client(timeout=30) as client:
+        return client.request(
+            request.method, root + request.path, params=request.query, headers=headers, **kwargs
+        )
