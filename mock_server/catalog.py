@@ -99,9 +99,10 @@ class Example:
     params: Mapping[str, str] = field(default_factory=dict)  # path parameters
     query: Mapping[str, Any] = field(default_factory=dict)
     body: Any = None
-    caller: str = DEFAULT_CALLER
+    caller: str = DEFAULT_CALLER  # the e-mail of the user whose development token sends it
 
     def request(self, store: Store) -> Request:
+        """The request filled with the ids of the objects it names in this store."""
         filled = {
             name: quote(fill_text(value, store), safe="") for name, value in self.params.items()
         }
@@ -122,7 +123,7 @@ class Entry:
     # None only for the admin API, which no generic suite of the platform API sends.
     example: Example | None = None
     # Each documented error status -> the condition the operation answers with (and a fault
-    # injects); the admin API's are its own.
+    # injects); empty for the admin API, which faults never touch.
     errors: dict[int, type[PlatformError]] = field(default_factory=dict)
 
 

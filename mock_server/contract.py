@@ -2,7 +2,8 @@
 
 Connexion enforces the documents; this module is for where the mock reasons about them
 (which statuses a fault may inject, what a report counts as exercised, the schema a
-complete model response in a fixture must meet).
+complete model response in a fixture must meet). What the documents cannot say of an
+operation (its handler, an example request, its error conditions) is `mock_server.catalog`'s.
 """
 
 from __future__ import annotations
