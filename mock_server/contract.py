@@ -2,13 +2,14 @@
 
 Connexion enforces the documents; this module is for where the mock reasons about them
 (which statuses a fault may inject, what a report counts as exercised, the schema a
-complete model response in a fixture must meet).
+complete model response in a fixture must meet). What the documents cannot say of an
+operation (its handler, an example request, its error conditions) is `mock_server.catalog`'s.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -31,6 +32,10 @@ class Operation:
     statuses: frozenset[int]
     parameters: tuple[str, ...]  # those a request's URL carries: path and query
     integers: frozenset[str] = frozenset()  # those of them whose value is one integer
+    method: str = ""  # upper case, as sent
+    path: str = ""  # the document's path template, `{name}` for each path parameter
+    document: str = ""  # the spec document that holds it
+    body: bool = False  # whether it takes a request body
 
     def check_parameters(self, names: Iterable[str]) -> None:
         """Raises ValueError naming any of `names` that is not a parameter of this operation
@@ -60,27 +65,33 @@ def component(name: str, schema: str) -> dict[str, Any]:
     return resolve_refs(spec(name))["components"]["schemas"][schema]
 
 
+def _operations_of(name: str) -> Iterator[Operation]:
+    for path, item in _parsed(name)["paths"].items():
+        for method, operation in item.items():
+            if method not in METHODS:
+                continue
+            in_url = [p for p in operation.get("parameters", []) if p["in"] in ("path", "query")]
+            yield Operation(
+                operation["operationId"],
+                frozenset(int(status) for status in operation["responses"]),
+                tuple(p["name"] for p in in_url),
+                frozenset(
+                    p["name"] for p in in_url if p.get("schema", {}).get("type") == "integer"
+                ),
+                method.upper(),
+                path,
+                name,
+                "requestBody" in operation,
+            )
+
+
 @cache
 def operations() -> dict[str, Operation]:
     """Every operation of the platform API (not the admin API), by operationId."""
-    found: dict[str, Operation] = {}
-    for name in PLATFORM_SPECS:
-        for item in _parsed(name)["paths"].values():
-            for method, operation in item.items():
-                if method in METHODS:
-                    found[operation["operationId"]] = Operation(
-                        operation["operationId"],
-                        frozenset(int(status) for status in operation["responses"]),
-                        tuple(
-                            p["name"]
-                            for p in operation.get("parameters", [])
-                            if p["in"] in ("path", "query")
-                        ),
-                        frozenset(
-                            p["name"]
-                            for p in operation.get("parameters", [])
-                            if p["in"] in ("path", "query")
-                            and p.get("schema", {}).get("type") == "integer"
-                        ),
-                    )
-    return found
+    return {op.operation_id: op for name in PLATFORM_SPECS for op in _operations_of(name)}
+
+
+@cache
+def admin_operations() -> dict[str, Operation]:
+    """Every operation of the mock's own admin API, by operationId."""
+    return {op.operation_id: op for op in _operations_of(ADMIN_SPEC)}

@@ -17,6 +17,10 @@ class PlatformError(Exception):
     status: ClassVar[int] = 500
     code: ClassVar[int] = 50001
     default_message: ClassVar[str] = "Internal error"
+    # Whether the condition means the request itself broke the contract (wrong shape, unknown
+    # route or method, no usable bearer token, unsupported body), not a rule of the platform:
+    # the journal and the contract report count these as violations.
+    violation: ClassVar[bool] = False
 
     def __init__(self, message: str | None = None, details: list[dict[str, Any]] | None = None):
         self.message = message or self.default_message
@@ -34,6 +38,7 @@ def error_body(status: int, code: int, message: str, details: list[dict[str, Any
 # 400
 class InvalidRequest(PlatformError):
     status, code = 400, 40001
+    violation = True
     default_message = "Request does not conform to the API contract"
 
 
@@ -67,11 +72,13 @@ class UnparsableRequest(PlatformError):
 # 401
 class MissingToken(PlatformError):
     status, code = 401, 40101
+    violation = True
     default_message = "No bearer token: send 'Authorization: Bearer <token>'"
 
 
 class MalformedToken(PlatformError):
     status, code = 401, 40102
+    violation = True
     default_message = "Bearer token is not a well-formed JWT"
 
 
@@ -99,6 +106,7 @@ class PermissionDenied(PlatformError):
 # 404
 class RouteNotFound(PlatformError):
     status, code = 404, 40401
+    violation = True
     default_message = "No route for this path"
 
 
@@ -145,6 +153,7 @@ class SubjectNotFound(PlatformError):
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501
+    violation = True
     default_message = "Method not allowed on this path"
 
 
@@ -162,11 +171,13 @@ class ArtifactVersionExists(PlatformError):
 # 413, 415
 class PayloadTooLarge(PlatformError):
     status, code = 413, 41301
+    violation = True
     default_message = "Request body is larger than 1 MiB"
 
 
 class UnsupportedMediaType(PlatformError):
     status, code = 415, 41501
+    violation = True
     default_message = "Request body must be sent as Content-Type: application/json"
 
 
@@ -208,3 +219,8 @@ class ServiceUnavailable(PlatformError):
 def error_classes() -> list[type[PlatformError]]:
     """Every condition, in the order of the table in the spec."""
     return sorted(PlatformError.__subclasses__(), key=lambda cls: cls.code)
+
+
+def violation_codes() -> frozenset[int]:
+    """The codes of the conditions that mean the request broke the contract."""
+    return frozenset(cls.code for cls in error_classes() if cls.violation)

@@ -2,15 +2,17 @@
 
 A rule matches an operation (and optionally some of its parameters), waits for `after`
 matching calls, then applies its effect `times` times (or always): a status the contract
-documents for that operation, answered with the realistic platform error body; a delay;
-or a dropped connection. A request may also ask for a fault itself, in the style of Prism:
-`Prefer: code=424` and/or `Prefer: delay=250` (milliseconds).
+documents for that operation, answered with the realistic platform error body of the
+condition its catalog entry names for that status; a delay; or a dropped connection. A
+request may also ask for a fault itself, in the style of Prism: `Prefer: code=424` and/or
+`Prefer: delay=250` (milliseconds).
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,40 +24,6 @@ from mock_server.validation import INTEGER_TEXT, number_problem
 MAX_DELAY_MS = 60_000
 MAX_COUNT = 2**53 - 1  # after and times, like every integer of the contract
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: str.isdigit() takes "²"
-
-# The condition a status stands for, where it depends on the operation.
-_BY_OPERATION: dict[tuple[str, int], type[errors.PlatformError]] = {
-    ("generateRoleBindingManifests", 400): errors.InvalidRoleBindingQuery,
-    ("getOrCreatePersonalAccessToken", 400): errors.InvalidTeam,
-    ("getModelResponse", 400): errors.InvalidMetadataHeader,
-    ("generateRoleBindingManifests", 404): errors.RoleBindingTargetNotFound,
-    ("stageArtifactVersion", 404): errors.MlRepoNotFound,
-    ("applyArtifactVersionTags", 404): errors.ArtifactVersionNotFound,
-    ("deleteSecretGroup", 404): errors.SecretGroupNotFound,
-    ("listJobRuns", 404): errors.JobNotFound,
-    ("getModelResponse", 404): errors.ModelResponseNotFound,
-    ("stageArtifactVersion", 409): errors.ArtifactVersionExists,
-    ("applyArtifactVersionTags", 409): errors.TagInUse,
-}
-_BY_STATUS: dict[int, type[errors.PlatformError]] = {
-    400: errors.InvalidRequest,
-    401: errors.ExpiredToken,
-    403: errors.PermissionDenied,
-    404: errors.RouteNotFound,
-    409: errors.TagInUse,
-    413: errors.PayloadTooLarge,
-    415: errors.UnsupportedMediaType,
-    422: errors.NotAJob,
-    424: errors.SecretIntegrationUnavailable,
-    500: errors.PlatformInternalError,
-    503: errors.ServiceUnavailable,
-}
-
-
-def error_for(operation_id: str, status: int) -> errors.PlatformError:
-    """The platform error an operation answers with that status."""
-    cls = _BY_OPERATION.get((operation_id, status)) or _BY_STATUS[status]
-    return cls()
 
 
 class FaultRefused(ValueError):
@@ -104,8 +72,21 @@ class Decision:
 class Faults:
     """The fault rules of one mock, checked against the statuses its contract documents."""
 
-    def __init__(self, operations: dict[str, Operation]):
+    def __init__(
+        self,
+        operations: dict[str, Operation],
+        conditions: Mapping[str, Mapping[int, type[errors.PlatformError]]] | None = None,
+    ):
+        """`conditions`: by operation, the error each injectable status answers with (by
+        default the catalog's)."""
+        if conditions is None:
+            # Imported here, not with the module: the catalog imports the admin handlers,
+            # which import this module.
+            from mock_server.catalog import CATALOG
+
+            conditions = {op_id: entry.errors for op_id, entry in CATALOG.items()}
         self._documented = {op_id: op.statuses for op_id, op in operations.items()}
+        self._conditions = {op_id: conditions.get(op_id, {}) for op_id in operations}
         self._operations = operations
         self._lock = threading.Lock()
         self._rules: list[Fault] = []
@@ -115,8 +96,10 @@ class Faults:
         if operation_id not in self._documented:
             raise FaultRefused(f"no operation {operation_id!r} in the contract")
         if status is not None:
-            allowed = sorted(s for s in self._documented[operation_id] if s >= 400)
-            if status not in allowed or status not in _BY_STATUS:
+            allowed = sorted(
+                s for s in self._documented[operation_id] if s in self._conditions[operation_id]
+            )
+            if status not in allowed:
                 raise FaultRefused(
                     f"{operation_id} does not document status {status}; "
                     f"injectable: {', '.join(map(str, allowed))}"
@@ -168,6 +151,10 @@ class Faults:
             self._rules.append(rule)
             return rule
 
+    def error_for(self, operation_id: str, status: int) -> errors.PlatformError:
+        """The platform error an operation answers with that status."""
+        return self._conditions[operation_id][status]()
+
     def rules(self) -> list[Fault]:
         with self._lock:
             return list(self._rules)
@@ -211,7 +198,7 @@ class Faults:
                 return Decision(
                     rule.delay_ms,
                     rule.drop,
-                    None if rule.status is None else error_for(operation_id, rule.status),
+                    None if rule.status is None else self.error_for(operation_id, rule.status),
                     rule.id,
                 )
         return Decision()
@@ -236,7 +223,7 @@ class Faults:
                 f"Prefer header asks for a fault the contract does not allow: {exc}",
                 details=[{"location": "header", "field": "Prefer", "message": str(exc)}],
             ) from None
-        error = None if status is None else error_for(operation_id, status)
+        error = None if status is None else self.error_for(operation_id, status)
         return Decision(delay, False, error, "prefer")
 
 

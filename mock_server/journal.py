@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from mock_server import errors
+
 if TYPE_CHECKING:
     from mock_server.contract import Operation
 
-# Error codes that mean the request itself broke the contract: wrong shape, unknown route or
-# method, no usable bearer token, unsupported body.
-VIOLATION_CODES = frozenset({40001, 40101, 40102, 40401, 40501, 41301, 41501})
+VIOLATION_CODES = errors.violation_codes()  # the request itself broke the contract
 BODY_LIMIT = 64 * 1024  # bytes of a request body kept in the journal
 DEFAULT_BUDGET = 32 * 1024 * 1024  # bytes of entries kept; the oldest go first
 ENTRY_OVERHEAD = 1024  # bytes an entry costs besides its variable parts (objects, dicts)

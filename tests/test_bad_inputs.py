@@ -5,8 +5,9 @@ status and platform error `code` (with `assert_error`, so never `application/pro
 where `details` points when the row is a validation failure, that the world is exactly what it
 was (`fixtures.dump(store)` before == after), and that the journal recorded the request once.
 
-Rows cover every operation that takes a body (2, 3 and 4) and the query and path parameters
-of job runs (7) and personal access tokens (5), with a few of operations 1, 2 and 6. Requests
+Rows cover every operation that takes a body and every paged one (`limit` and `offset`),
+built from the catalog's example request of each, and the query and path parameters of job
+runs (7) and personal access tokens (5), with a few of operations 1, 2 and 6. Requests
 that httpx cannot send as they are (an unencoded `../`, which httpx resolves itself, and
 request targets over httpx's 64 KiB URL limit) go through `http.client`, which sends the
 target verbatim.
@@ -20,8 +21,10 @@ instead, with the reason beside each.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +33,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mock_server import catalog, contract
 from mock_server.fixtures import dump
 from mock_server.journal import Entry
 from mock_server.state import Store
@@ -58,23 +62,25 @@ def ids_of(store: Store) -> dict[str, str]:
     }
 
 
-def fill(text: str, ids: dict[str, str]) -> str:
+def fill(text: str, ids: dict[str, str], store: Store) -> str:
+    """The text with the placeholders and the catalog's references `<kind:name>` filled."""
     for marker, value in ids.items():
         text = text.replace(marker, value)
-    return text
+    return catalog.fill_text(text, store)
 
 
-def fill_bytes(data: bytes, ids: dict[str, str]) -> bytes:
-    for marker, value in ids.items():
-        data = data.replace(marker.encode(), value.encode())
-    return data
+def fill_bytes(data: bytes, ids: dict[str, str], store: Store) -> bytes:
+    # Latin-1 maps each byte to one character and back, so bytes that are not UTF-8 (what
+    # some rows are about) pass through unchanged; ids are ASCII.
+    return fill(data.decode("latin-1"), ids, store).encode("latin-1")
 
 
 @dataclass(frozen=True)
 class Bad:
     """One bad request and the error it must get.
 
-    `target` is the percent-encoded path and query under the control plane, sent as is.
+    `target` is the percent-encoded path and query under `root` (a prefix of the server's
+    URL; None: the gateway's), sent as is.
     `body` is bytes, text (placeholders filled), or a callable making the content (a
     generator for a chunked body). `where` is the (location, field) that `details` must name
     (field None: any field of that location), `mentions` a word the error must contain.
@@ -89,20 +95,22 @@ class Bad:
     headers: dict[str, str] = field(default_factory=lambda: dict(JSON))
     raw: bool = False
     mentions: str | None = None
+    root: str | None = CONTROL_PLANE
 
 
 def send(server, token: str, store: Store, bad: Bad) -> httpx.Response:
     ids = ids_of(store)
-    target = CONTROL_PLANE + fill(bad.target, ids)
+    root = server.gateway_url[len(server.url) :] if bad.root is None else bad.root
+    target = root + fill(bad.target, ids, store)
     headers = {"Authorization": f"Bearer {token}", **bad.headers}
     body = bad.body
     content: Any = None
     if callable(body):
-        content = (fill_bytes(chunk, ids) for chunk in body())
+        content = (fill_bytes(chunk, ids, store) for chunk in body())
     elif isinstance(body, str):
-        content = fill(body, ids).encode()
+        content = fill(body, ids, store).encode()
     elif body is not None:
-        content = fill_bytes(body, ids)
+        content = fill_bytes(body, ids, store)
     if bad.raw:
         return send_raw(server, bad.method, target, headers, content)
     if bad.body is None:
@@ -149,50 +157,52 @@ TAGS = "/artifact-versions/tags"
 RUNS = "/jobs/@trainer@/runs"
 TOKEN = "/personal-access-tokens/bad-input-token"
 
-# A valid body of each body-taking operation, and its method.
-VALID: dict[str, tuple[str, dict[str, Any]]] = {
-    SECRETS: ("POST", {"secretIds": ["secret-x"]}),
-    STAGE: (
-        "POST",
-        {
-            "manifest": {
-                "type": "model-version",
-                "name": "sentiment",
-                "ml_repo": "demo-repo",
-                "source": {"type": "platform"},
-            }
-        },
-    ),
-    TAGS: ("PUT", {"artifact_version_id": "@version@", "tags": ["staging"]}),
-}
 SHORT = {SECRETS: "secrets", STAGE: "stage", TAGS: "tags"}
 
 
-def _not_utf8(path: str) -> bytes:
-    """The valid body with one string value holding a byte that is not UTF-8 (0xff)."""
-    value = {SECRETS: "secret-x", STAGE: "sentiment", TAGS: "staging"}[path]
-    return json.dumps(VALID[path][1]).encode().replace(value.encode(), b"\xff" + value.encode())
+def _each_operation(having: Callable[[contract.Operation], bool]) -> list[str]:
+    return [op_id for op_id, operation in contract.operations().items() if having(operation)]
 
 
-def _over_limit(path: str) -> bytes:
+def _example_target(operation_id: str) -> tuple[str, str | None]:
+    """The catalog example's path (references left for `send` to fill) and its root."""
+    example = catalog.example(operation_id)
+    path = example.path.format_map(dict(example.params))
+    gateway = contract.operations()[operation_id].document == contract.GATEWAY_SPEC
+    return path, None if gateway else ""
+
+
+def _example_body(operation_id: str) -> bytes:
+    return json.dumps(catalog.example(operation_id).body).encode()
+
+
+def _not_utf8(operation_id: str) -> bytes:
+    """The valid body with its first string value led by a byte that is not UTF-8 (0xff)."""
+    valid = _example_body(operation_id)
+    first = re.search(rb'[:\[]\s*"', valid)
+    assert first is not None, f"the example of {operation_id} has no string value"
+    return valid[: first.end()] + b"\xff" + valid[first.end() :]
+
+
+def _over_limit(operation_id: str) -> bytes:
     """A body of the operation, padded with JSON whitespace past 1 MiB."""
-    return json.dumps(VALID[path][1]).encode() + b" " * (MAX_BODY_BYTES + 1)
+    return _example_body(operation_id) + b" " * (MAX_BODY_BYTES + 1)
 
 
-def _chunked_over_limit(path: str) -> Callable[[], Any]:
+def _chunked_over_limit(operation_id: str) -> Callable[[], Any]:
     def chunks():
-        yield json.dumps(VALID[path][1]).encode()
+        yield _example_body(operation_id)
         for _ in range(MAX_BODY_BYTES // 65_536 + 1):
             yield b" " * 65_536
 
     return chunks
 
 
-def _common_body_rows(path: str) -> list:
+def _common_body_rows(operation_id: str) -> list:
     """Rows every body-taking operation must refuse the same way."""
-    method, valid = VALID[path]
-    text = json.dumps(valid)
-    op = SHORT[path]
+    method = catalog.example(operation_id).method
+    path, root = _example_target(operation_id)
+    text = _example_body(operation_id).decode()
     body = ("body", "")
     rows = [
         ("malformed-json", Bad(method, path, 400, 40001, body, text[:-1])),
@@ -202,7 +212,7 @@ def _common_body_rows(path: str) -> list:
         ("json-null-not-object", Bad(method, path, 400, 40001, body, "null")),
         ("empty-body", Bad(method, path, 400, 40001, body, b"")),
         ("nan-is-not-json", Bad(method, path, 400, 40001, body, text[:-1] + ', "x": NaN}')),
-        ("invalid-utf8", Bad(method, path, 400, 40001, body, _not_utf8(path))),
+        ("invalid-utf8", Bad(method, path, 400, 40001, body, _not_utf8(operation_id))),
         # Valid JSON grammar, but the escape names half a UTF-16 pair: no character at all.
         ("lone-surrogate", Bad(method, path, 400, 40001, body, text[:-1] + ', "x": "\\udfff"}')),
         (
@@ -231,10 +241,10 @@ def _common_body_rows(path: str) -> list:
         ),
         # httpx adds no Content-Type for raw content.
         ("content-type-missing", Bad(method, path, 415, 41501, None, text, {})),
-        ("body-over-1-mib", Bad(method, path, 413, 41301, None, _over_limit(path))),
+        ("body-over-1-mib", Bad(method, path, 413, 41301, None, _over_limit(operation_id))),
         (
             "chunked-body-over-1-mib",
-            Bad(method, path, 413, 41301, None, _chunked_over_limit(path)),
+            Bad(method, path, 413, 41301, None, _chunked_over_limit(operation_id)),
         ),
         # 10,000 levels of `[`: valid JSON grammar that no sane client sends; must be a
         # 400, not a RecursionError turned into a 500.
@@ -243,13 +253,19 @@ def _common_body_rows(path: str) -> list:
             Bad(method, path, 400, 40001, ("body", None), "[" * DEEP + "]" * DEEP),
         ),
     ]
-    return [pytest.param(bad, id=f"{op}-{label}") for label, bad in rows]
+    return [
+        pytest.param(dataclasses.replace(bad, root=root), id=f"{operation_id}-{label}")
+        for label, bad in rows
+    ]
 
 
 def _body(op: str, label: str, body: str, where: str | None, **kwargs: Any) -> Any:
     """A row of a body-taking operation (by its short name) refused with 400 40001."""
     path = {short: path for path, short in SHORT.items()}[op]
-    bad = Bad(VALID[path][0], path, 400, 40001, ("body", where), body, **kwargs)
+    method = next(
+        o.method for o in contract.operations().values() if o.path == CONTROL_PLANE + path
+    )
+    bad = Bad(method, path, 400, 40001, ("body", where), body, **kwargs)
     return pytest.param(bad, id=f"{op}-{label}")
 
 
@@ -270,9 +286,7 @@ NESTED = "[" * DEEP + "]" * DEEP
 # so a client that sends them cannot know what the platform reads. The strict mock refuses
 # them, naming the key; it must never silently act on one of the values.
 BODY_ROWS = [
-    *_common_body_rows(SECRETS),
-    *_common_body_rows(STAGE),
-    *_common_body_rows(TAGS),
+    *(row for op in _each_operation(lambda o: o.body) for row in _common_body_rows(op)),
     _body("secrets", "secret-id-number", '{"secretIds": [1]}', "secretIds[0]"),
     _body("secrets", "secret-ids-string", '{"secretIds": "a"}', "secretIds"),
     _body("secrets", "secret-ids-null", '{"secretIds": null}', "secretIds"),
@@ -358,39 +372,49 @@ def _query(
     return pytest.param(bad, id=f"{op}-{label}")
 
 
-def _limit_rows(op: str, method: str, path: str, body: str | None) -> list:
-    values = [
-        ("0", "0"),
-        ("1001", "1001"),
-        ("minus-1", "-1"),
-        ("exponent-1e3", "1e3"),
-        ("fraction-1.0", "1.0"),
-        ("huge-99999999999999999999999", "99999999999999999999999"),
-        ("empty", ""),
-        ("nul", "%00"),
-        ("invalid-percent-encoding", "%zz"),
-    ]
+def _paging_rows(operation_id: str) -> list:
+    """Rows every operation taking `limit` and `offset` must refuse the same way."""
+    example = catalog.example(operation_id)
+    path, root = _example_target(operation_id)
+    body = None if example.body is None else _example_body(operation_id).decode()
     headers = dict(JSON) if body else {}
+    values = [
+        ("limit", "0", "0"),
+        ("limit", "1001", "1001"),
+        ("limit", "minus-1", "-1"),
+        ("limit", "exponent-1e3", "1e3"),
+        ("limit", "fraction-1.0", "1.0"),
+        ("limit", "huge-99999999999999999999999", "99999999999999999999999"),
+        ("limit", "empty", ""),
+        ("limit", "nul", "%00"),
+        ("limit", "invalid-percent-encoding", "%zz"),
+        ("offset", "minus-1", "-1"),
+        ("offset", "past-the-json-safe-bound", str(2**53)),
+    ]
     return [
         pytest.param(
-            Bad(method, f"{path}?limit={value}", 400, 40001, ("query", "limit"), body, headers),
-            id=f"{op}-limit-{label}",
+            Bad(
+                example.method,
+                f"{path}?{name}={value}",
+                400,
+                40001,
+                ("query", name),
+                body,
+                headers,
+                root=root,
+            ),
+            id=f"{operation_id}-{name}-{label}",
         )
-        for label, value in values
+        for name, label, value in values
     ]
 
 
+PAGED = _each_operation(lambda o: {"limit", "offset"} <= set(o.parameters))
 GROUP = "/secret-groups/@legacy@"
 MANIFESTS = "/role-bindings/generate-manifest"
 
 QUERY_ROWS = [
-    *_limit_rows("runs", "GET", RUNS, None),
-    *_limit_rows("secrets", "POST", SECRETS, '{"secretIds": []}'),
-    pytest.param(
-        Bad("POST", f"{SECRETS}?offset=-1", 400, 40001, ("query", "offset"), '{"secretIds": []}'),
-        id="secrets-offset-minus-1",
-    ),
-    _query("runs", "offset-minus-1", f"{RUNS}?offset=-1", where="offset"),
+    *(row for op in PAGED for row in _paging_rows(op)),
     _query("runs", "offset-text", f"{RUNS}?offset=zero", where="offset"),
     _query("runs", "status-unknown", f"{RUNS}?status=DONE", where="status[0]"),
     _query("runs", "status-lowercase", f"{RUNS}?status=failed", where="status[0]"),
@@ -597,7 +621,7 @@ def test_request_target_of_100kb_is_a_4xx_error_body_and_changes_nothing(
     too (its code is not pinned: the contract's table has no row for an over-long URL).
     The journal is not checked: the request never becomes a request of the API."""
     before = dump(store)
-    url = CONTROL_PLANE + fill(target, ids_of(store))
+    url = CONTROL_PLANE + fill(target, ids_of(store), store)
     response = send_raw(server, "GET", url, {"Authorization": f"Bearer {token}"}, None)
     assert 400 <= response.status_code < 500
     assert response.headers["content-type"] == "application/json", response.text
@@ -750,24 +774,6 @@ def test_integer_past_the_json_safe_bound_is_400_and_changes_nothing(api, store,
     body = assert_error(response, 400, 40001)
     assert [d["field"] for d in body["details"]] == [f"manifest.{field}"]
     assert dump(store) == before
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param("/jobs/@trainer@/runs", id="job-runs"),
-        pytest.param("/secrets/deployments", id="secret-deployments"),
-    ],
-)
-def test_offset_past_the_json_safe_bound_is_400(api, store, path):
-    url = path.replace("@trainer@", store.deployments.application_named("trainer").id)
-    offset = {"offset": 2**53}
-    if "secrets" in path:
-        response = api.post(url, params=offset, json={"secretIds": []})
-    else:
-        response = api.get(url, params=offset)
-    body = assert_error(response, 400, 40001)
-    assert [(d["location"], d["field"]) for d in body["details"]] == [("query", "offset")]
 
 
 def test_object_with_many_keys_and_one_repeat_names_the_repeated_key(api):

@@ -13,11 +13,12 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from mock_server import catalog
 from mock_server.faults import FaultRefused
 from tests.conftest import CONTROL_PLANE, assert_error
+from tests.test_catalog import send_example
 
 FAULT_HEADER = "x-platform-mock-fault"
-DEMO_RESPONSE = "resp_0000000000000000000000000000demo"
 
 
 def _group_id(store, name: str) -> str:
@@ -45,49 +46,13 @@ def _version_count(store) -> int:
     return len(store.world.artifact_versions)
 
 
-STAGE_BODY = {
-    "manifest": {
-        "type": "model-version",
-        "name": "churn",
-        "ml_repo": "demo-repo",
-        "source": {"type": "platform"},
-    }
-}
-
-
 @pytest.fixture
-def call(api, gateway, store) -> Callable[..., httpx.Response]:
-    """A valid request of an operation, as the default user; answered 200 without faults."""
+def call(server, mock) -> Callable[..., httpx.Response]:
+    """The catalog's valid request of an operation, as its caller; answered 200 without
+    faults."""
 
     def send(operation_id: str, **kwargs) -> httpx.Response:
-        alice = store.identity.default_user()
-        requests = {
-            "generateRoleBindingManifests": lambda: api.get(
-                "/role-bindings/generate-manifest",
-                params={"subjectType": "user", "subjectId": alice.id},
-                **kwargs,
-            ),
-            "listSecretDeployments": lambda: api.post(
-                "/secrets/deployments", json={"secretIds": []}, **kwargs
-            ),
-            "stageArtifactVersion": lambda: api.post(
-                "/artifact-versions/stage", json=STAGE_BODY, **kwargs
-            ),
-            "applyArtifactVersionTags": lambda: api.put(
-                "/artifact-versions/tags",
-                json={"artifact_version_id": _sentiment_version_id(store), "tags": ["canary"]},
-                **kwargs,
-            ),
-            "getOrCreatePersonalAccessToken": lambda: api.get(
-                "/personal-access-tokens/ci", **kwargs
-            ),
-            "deleteSecretGroup": lambda: api.delete(
-                f"/secret-groups/{_group_id(store, 'llm-keys')}", **kwargs
-            ),
-            "listJobRuns": lambda: api.get(f"/jobs/{_job_id(store)}/runs", **kwargs),
-            "getModelResponse": lambda: gateway.get(f"/responses/{DEMO_RESPONSE}", **kwargs),
-        }
-        return requests[operation_id]()
+        return send_example(server, mock, operation_id, **kwargs)
 
     return send
 
@@ -123,6 +88,25 @@ def test_status_rule_answers_the_error_of_that_condition(mock, call, operation_i
     response = call(operation_id)
 
     assert_error(response, status, code)
+    assert response.headers[FAULT_HEADER] == rule.id
+
+
+@pytest.mark.parametrize(
+    ("operation_id", "status"),
+    [
+        pytest.param(op, status, id=f"{op}-{status}")
+        for op, entry in catalog.PLATFORM.items()
+        for status in sorted(entry.errors)
+    ],
+)
+def test_every_documented_error_can_be_injected_as_its_catalog_condition(
+    mock, call, operation_id, status
+):
+    rule = mock.faults.add(operation_id, status=status)
+
+    response = call(operation_id)
+
+    assert_error(response, status, catalog.CATALOG[operation_id].errors[status].code)
     assert response.headers[FAULT_HEADER] == rule.id
 
 

@@ -15,11 +15,11 @@ The generator also draws, with some probability (schemathesis dictionaries), ids
 that exist in the world, so that positive cases reach the 2xx answers and not only 404s, and
 values that often break servers (line breaks, 64-bit overflows).
 
-The contract has no OpenAPI links and schemathesis 4 infers none from it (its dependency
-analysis finds no producer/consumer pair, and the mock sends no `Location` headers), so its
-state machine would have no rules. The stateful tests load a copy of the contract with links
-added here, one workflow per machine, and check on every step the rules of the contract that
-only a sequence of calls shows (`ContractModel`).
+The contract has no OpenAPI links, so schemathesis' state machine would have only the links
+it infers, and those change with every operation added. The stateful tests load a copy of
+the contract with links added here and inference off, one workflow per machine, and check
+on every step the rules of the contract that only a sequence of calls shows
+(`ContractModel`).
 
 The seed is fixed (SEED; the link choices inside schemathesis' state machine use true
 randomness of their own) and examples per operation are bounded. `bench/fuzz.py` runs the
@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from mock_server import PlatformMock, fixtures
+from mock_server import PlatformMock, catalog, errors, fixtures
 from mock_server.auth import Authenticator
 from mock_server.server import BackgroundServer
 from mock_server.state import Store
@@ -65,12 +65,13 @@ STEPS = 6  # at most this many calls per scenario
 ACCEPTED = ["2xx", "403", "404", "409", "422", "424", "5xx"]
 
 # Rules OpenAPI 3.0 cannot express: a schema-valid request that breaks them is a 400 with its
-# own code, never 40001 ("breaks the contract"). For these operations 400 is accepted as a
-# positive outcome, and `business_rule_400_only` pins the code.
+# own code, never 40001 ("breaks the contract"); the catalog names the condition of an
+# operation's 400. For these operations 400 is accepted as a positive outcome, and
+# `business_rule_400_only` pins the code.
 BUSINESS_RULE_400 = {
-    "generateRoleBindingManifests": {40002},  # exactly one of the two modes
-    "getOrCreatePersonalAccessToken": {40003},  # teamName names a team of the caller
-    "getModelResponse": {40004},  # x-platform-metadata is a JSON object
+    operation_id: {entry.errors[400].code}
+    for operation_id, entry in catalog.PLATFORM.items()
+    if entry.errors.get(400, errors.InvalidRequest) is not errors.InvalidRequest
 }
 
 
@@ -135,49 +136,55 @@ def _positive_outcomes(operation_id: str) -> dict[str, Any]:
     }
 
 
-CONFIG = schemathesis.Config.from_dict(
-    {
-        "seed": SEED,
-        # Schemathesis sets the header on every case, except the negative ones whose
-        # Authorization it corrupts on purpose (those must be 401).
-        "auth": {"openapi": {"bearerAuth": {"bearer": TOKEN}}},
-        "generation": {
-            "max-examples": EXAMPLES,
-            "mode": "all",  # positive and negative data
-            "database": "none",  # no replay of earlier runs: every run is the same run
-            "dictionaries": {
-                "string": {"dictionary": "hostile-strings", "probability": 0.2},
-                "integer": {"dictionary": "big-integers", "probability": 0.25},
-            },
+SETTINGS: dict[str, Any] = {
+    "seed": SEED,
+    # Schemathesis sets the header on every case, except the negative ones whose
+    # Authorization it corrupts on purpose (those must be 401).
+    "auth": {"openapi": {"bearerAuth": {"bearer": TOKEN}}},
+    "generation": {
+        "max-examples": EXAMPLES,
+        "mode": "all",  # positive and negative data
+        "database": "none",  # no replay of earlier runs: every run is the same run
+        "dictionaries": {
+            "string": {"dictionary": "hostile-strings", "probability": 0.2},
+            "integer": {"dictionary": "big-integers", "probability": 0.25},
         },
-        "checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTED}},
-        "phases": {"stateful": {"max-steps": STEPS}},
-        "dictionaries": {name: {"values": values} for name, values in {**WORLD, **HOSTILE}.items()},
-        "operations": [
-            *(_positive_outcomes(operation_id) for operation_id in BUSINESS_RULE_400),
-            _bind(
-                "generateRoleBindingManifests",
-                **{
-                    "query.resourceType": "resource-types",
-                    "query.resourceId": "resource-ids",
-                    "query.subjectType": "subject-types",
-                    "query.subjectId": "subject-ids",
-                },
-            ),
-            # "A page past the end is an empty data with the true total": so pages far past it.
-            _bind(
-                "listSecretDeployments",
-                **{"body.secretIds[*]": "secret-ids", "query.offset": "big-integers"},
-            ),
-            _bind("stageArtifactVersion", **{"body.manifest.ml_repo": "ml-repos"}),
-            _bind(
-                "applyArtifactVersionTags", **{"body.artifact_version_id": "artifact-version-ids"}
-            ),
-            _bind("getOrCreatePersonalAccessToken", **{"query.teamName": "teams"}),
-            _bind("deleteSecretGroup", **{"path.id": "secret-group-ids"}),
-            _bind("listJobRuns", **{"path.jobId": "job-ids", "query.offset": "big-integers"}),
-            _bind("getModelResponse", **{"path.id": "model-response-ids"}),
-        ],
+    },
+    "checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTED}},
+    "phases": {"stateful": {"max-steps": STEPS}},
+    "dictionaries": {name: {"values": values} for name, values in {**WORLD, **HOSTILE}.items()},
+    "operations": [
+        *(_positive_outcomes(operation_id) for operation_id in BUSINESS_RULE_400),
+        _bind(
+            "generateRoleBindingManifests",
+            **{
+                "query.resourceType": "resource-types",
+                "query.resourceId": "resource-ids",
+                "query.subjectType": "subject-types",
+                "query.subjectId": "subject-ids",
+            },
+        ),
+        # "A page past the end is an empty data with the true total": so pages far past it.
+        _bind(
+            "listSecretDeployments",
+            **{"body.secretIds[*]": "secret-ids", "query.offset": "big-integers"},
+        ),
+        _bind("stageArtifactVersion", **{"body.manifest.ml_repo": "ml-repos"}),
+        _bind("applyArtifactVersionTags", **{"body.artifact_version_id": "artifact-version-ids"}),
+        _bind("getOrCreatePersonalAccessToken", **{"query.teamName": "teams"}),
+        _bind("deleteSecretGroup", **{"path.id": "secret-group-ids"}),
+        _bind("listJobRuns", **{"path.jobId": "job-ids", "query.offset": "big-integers"}),
+        _bind("getModelResponse", **{"path.id": "model-response-ids"}),
+    ],
+}
+CONFIG = schemathesis.Config.from_dict(SETTINGS)
+# The workflows' links are the ones written below, and only those: schemathesis would
+# otherwise infer more from the contract (a list of secret groups feeding their deletion),
+# and a new operation would change what a workflow runs.
+LINKED_CONFIG = schemathesis.Config.from_dict(
+    {
+        **SETTINGS,
+        "phases": {"stateful": {"max-steps": STEPS, "inference": {"algorithms": []}}},
     }
 )
 
@@ -374,7 +381,7 @@ def _linked_contract(links: dict[tuple[str, str], dict[str, Any]]) -> OpenApiSch
         response["links"] = named
     targets = {link["operationId"] for named in links.values() for link in named.values()}
     sources = {operation_id for operation_id, _ in links}
-    schema = schemathesis.openapi.from_dict(raw, config=CONFIG)
+    schema = schemathesis.openapi.from_dict(raw, config=LINKED_CONFIG)
     return schema.include(operation_id=sorted(sources | targets))
 
 

@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from mock_server import MockConfig, PlatformMock
+from mock_server import MockConfig, PlatformMock, catalog, contract
 from mock_server.journal import Entry, Journal
 from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error
+from tests.test_catalog import send_example
 
 TOKENS = "/personal-access-tokens/ci"
 DEPLOYMENTS = "/secrets/deployments"
@@ -680,3 +681,27 @@ def test_admin_journal_says_what_the_budget_dropped(admin, api, mock, monkeypatc
         api.get("/personal-access-tokens/ci")
     body = admin.get("/journal").json()
     assert (len(body["data"]), body["dropped"], body["budgetBytes"]) == (1, 2, 1)
+
+
+# -- every operation -------------------------------------------------------------------------
+
+
+def _entry_of_one_request(mock: PlatformMock) -> Entry:
+    # The mock records an entry just after the response has left: wait for it, bounded.
+    deadline = time.monotonic() + 5
+    while mock.journal.last is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert len(mock.journal) == 1, [e.describe() for e in mock.journal]
+    return mock.journal.calls()[0]
+
+
+@pytest.mark.parametrize("operation_id", [pytest.param(op, id=op) for op in contract.operations()])
+def test_every_operations_request_is_journaled_under_it_with_its_path_parameters(
+    server, mock, operation_id
+):
+    # Filled before the request: a deletion takes its own id out of the world.
+    path_params = catalog.fill(dict(catalog.example(operation_id).params), mock.store)
+    response = send_example(server, mock, operation_id)
+    entry = _entry_of_one_request(mock)
+    assert (entry.operation_id, entry.status) == (operation_id, response.status_code)
+    assert entry.path_params == path_params
