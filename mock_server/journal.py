@@ -52,6 +52,7 @@ class Entry:
     fault: str | None = None
     test: str | None = None
     duration_ms: float = 0.0
+    expected: bool = False  # sent by a test that breaks the contract on purpose
 
     @property
     def body(self) -> Any:
@@ -127,6 +128,8 @@ class Journal:
         self.dropped_total = 0  # the same, over the life of the mock
         self._seq = 0
         self.label: str | None = None  # e.g. the current test, stamped on requests it starts
+        # Whether the requests now starting break the contract on purpose (a negative test).
+        self.expecting = False
         self.observers: list[Callable[[Entry], None]] = []
 
     def next_seq(self) -> int:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import httpx
 
 _SERVER = pytest.StashKey[BackgroundServer]()
-MARKER_OPTIONS = frozenset({"fixtures", "seed"})
+MARKER_OPTIONS = frozenset({"fixtures", "seed", "expect_violations"})
 # Under pytest-xdist: each worker's report, handed to the controller, and their merge.
 _WORKER_OUTPUT = "platform_mock_report"
 _WORKER_REPORTS = pytest.StashKey[list[dict[str, Any]]]()
@@ -87,9 +87,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "platform_mock(fixtures=[...], seed=N): extra fixture files (relative to the test "
-        "file) and a seed for this test's platform mock world",
+        "platform_mock(fixtures=[...], seed=N, expect_violations=False): extra fixture files "
+        "(relative to the test file) and a seed for this test's platform mock world; "
+        "expect_violations=True for a test that breaks the contract on purpose",
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """With `--platform-mock-fail-on-violation`, a test that passed but sent a request that
+    broke the contract fails, its report naming each such request and the rule it broke:
+    CI's test views (JUnit XML) then show which test is at fault."""
+    report = yield
+    if call.when != "call" or not report.passed:
+        return report
+    if not item.config.getoption("--platform-mock-fail-on-violation"):
+        return report
+    server = item.config.stash.get(_SERVER, None)
+    if server is None or "platform_mock" not in getattr(item, "fixturenames", ()):
+        return report
+    broken = [
+        entry
+        for entry in server.mock.journal
+        if entry.test == item.nodeid and entry.violation and not entry.expected
+    ]
+    if broken:
+        report.outcome = "failed"
+        report.longrepr = violations_text(broken)
+    return report
+
+
+def violations_text(entries: list[Any]) -> str:
+    """Each request that broke the contract, and every rule it broke."""
+    lines = [f"{len(entries)} request(s) of this test broke the platform API's contract:"]
+    for entry in entries:
+        lines.append(f"  {entry.describe()}: {entry.message}")
+        lines += [
+            f"    {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}"
+            for d in entry.details
+        ]
+    lines.append(
+        "(--platform-mock-fail-on-violation; mark a test that does so on purpose with "
+        "@pytest.mark.platform_mock(expect_violations=True))"
+    )
+    return "\n".join(lines)
 
 
 def _session_seed(config: pytest.Config) -> int:
@@ -183,18 +224,26 @@ def platform_mock(
 ) -> MockHandle:
     """The session's mock, reset before this test: fresh world, empty journal, no faults."""
     mock = platform_mock_server.mock
-    marker = request.node.get_closest_marker("platform_mock")
-    options = marker.kwargs if marker else {}
-    unknown = [*map(repr, marker.args if marker else ()), *sorted(set(options) - MARKER_OPTIONS)]
+    # Every platform_mock marker of the test, its class and its module: the closest wins
+    # for each option, so a module can mark every test and one test add its fixtures.
+    markers = list(request.node.iter_markers("platform_mock"))
+    options: dict[str, Any] = {}
+    for marker in reversed(markers):
+        options.update(marker.kwargs)
+    arguments = [arg for marker in markers for arg in marker.args]
+    unknown = [*map(repr, arguments), *sorted(set(options) - MARKER_OPTIONS)]
     if unknown:  # a misspelt option would otherwise leave the test without its fixtures
         raise TypeError(
-            "the platform_mock marker takes only fixtures=[...] and seed=N, "
-            f"not {', '.join(unknown)}"
+            "the platform_mock marker takes only fixtures=[...], seed=N and "
+            f"expect_violations=True, not {', '.join(unknown)}"
         )
     base = Path(request.node.path).parent
     extra = [fixtures.load(base / path) for path in options.get("fixtures", [])]
     mock.reset(seed=options.get("seed", _session_seed(request.config)), extra=extra)
     mock.journal.label = request.node.nodeid
+    # A test that breaks the contract on purpose (a client's own negative tests) says so:
+    # its requests are reported apart, and fail neither the test nor the session.
+    mock.journal.expecting = bool(options.get("expect_violations", False))
     return MockHandle(platform_mock_server)
 
 

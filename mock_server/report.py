@@ -32,6 +32,7 @@ class _Usage:
     parameters: dict[str, set[str]] = field(default_factory=dict)
     violations: list[dict[str, Any]] = field(default_factory=list)
     violation_count: int = 0
+    expected_violations: int = 0  # sent on purpose by negative tests: counted apart
     made_up: int = 0  # parameter names kept that the operation does not have
 
 
@@ -62,7 +63,9 @@ class ContractReport:
                 if name in usage.parameters or name in known or usage.made_up < MAX_VALUES:
                     usage.made_up += name not in usage.parameters and name not in known
                     self._keep(usage.parameters.setdefault(name, set()), values)
-            if entry.violation:
+            if entry.violation and entry.expected:
+                usage.expected_violations += 1
+            elif entry.violation:
                 usage.violation_count += 1
                 self._keep_violations(
                     usage,
@@ -100,6 +103,7 @@ class ContractReport:
                 for name, values in theirs["parametersExercised"].items():
                     self._keep(usage.parameters.setdefault(name, set()), values)
                 usage.violation_count += theirs["violations"]
+                usage.expected_violations += theirs.get("expectedViolations", 0)
                 self._keep_violations(usage, theirs["violatingRequests"])
             self._absorbed_drops += other.get("journal", {}).get("droppedEntries", 0)
 
@@ -118,6 +122,7 @@ class ContractReport:
                     "calls": usage.calls,
                     "statuses": dict(sorted(usage.statuses.items())),
                     "violations": usage.violation_count,
+                    "expectedViolations": usage.expected_violations,
                     "violatingRequests": usage.violations,
                     "parametersExercised": {k: sorted(usage.parameters[k]) for k in used},
                     "parametersNotExercised": [
@@ -131,6 +136,7 @@ class ContractReport:
                 "summary": {
                     "requests": sum(u.calls for u in self._usage.values()),
                     "violations": sum(u.violation_count for u in self._usage.values()),
+                    "expectedViolations": sum(u.expected_violations for u in self._usage.values()),
                     "operationsCalled": len(called),
                     "operationsInContract": len(self._operations),
                     "operationsNotCalled": [op for op in self._operations if op not in called],
@@ -150,6 +156,11 @@ class ContractReport:
             f"{summary['operationsCalled']}/{summary['operationsInContract']} operations called",
             "",
         ]
+        if summary["expectedViolations"]:
+            lines[-1:-1] = [
+                f"  ({summary['expectedViolations']} more request(s) broke it on purpose, in "
+                "tests marked expect_violations)"
+            ]
         for op_id, usage in report["operations"].items():
             statuses = ", ".join(f"{s}x{n}" for s, n in usage["statuses"].items()) or "-"
             lines.append(f"  {op_id:32} calls {usage['calls']:5}  statuses {statuses}")

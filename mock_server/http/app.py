@@ -46,7 +46,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mock_server import contract, errors, handlers
+from mock_server import catalog, contract, errors
 from mock_server.handlers.context import EXTENSION
 from mock_server.http import wsgi
 from mock_server.http.middleware import (
@@ -169,7 +169,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         validate_responses=True,
         validator_map={**VALIDATOR_MAP, "body": BODY_VALIDATORS},
         security_map=security_map(mock.auth),
-        resolver=Resolver(function_resolver=handlers.resolve),
+        resolver=Resolver(function_resolver=catalog.handler),
         pythonic_params=False,  # each PlannedView converts the names, once
         jsonifier=Jsonifier(_CompactJSON),
         uri_parser_class=RepeatedKeysURIParser,
@@ -237,7 +237,7 @@ def plan_views(flask_app: flask.Flask) -> dict[str, Any]:
         view = flask_app.view_functions.get(rule.endpoint)
         if isinstance(view, FlaskOperation):
             operation_id = view.operation_id
-            planned = PlannedView(operation_id, handlers.OPERATIONS[operation_id])
+            planned = PlannedView(operation_id, catalog.handler(operation_id))
             flask_app.view_functions[rule.endpoint] = planned
             rules[operation_id] = rule
     return rules

@@ -70,6 +70,7 @@ async def journaled(
     status: int | None = None
     started = time.perf_counter()
     label = journal.label  # the test that sent it, even if it ends after the test does
+    expected = journal.expecting
     recorded = False
 
     def record() -> None:
@@ -95,6 +96,7 @@ async def journaled(
                 details=error.details if error else [],
                 fault=mine.get("fault"),
                 test=label,
+                expected=expected,
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
             )
         )
