@@ -16,6 +16,7 @@ import yaml
 
 from mock_server import PlatformMock
 from mock_server.app import MockConfig
+from mock_server.handlers import render
 from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error, token_of
 
@@ -1003,7 +1004,7 @@ def test_minted_token_authenticates_as_the_subject(admin, server, store, referen
     response = admin.post("/tokens", json={"subject": reference})
 
     assert response.status_code == 200, response.text
-    assert response.json()["subject"] == subject.reference()
+    assert response.json()["subject"] == render.subject_reference(subject)
     caller = _caller(server, response.json()["token"])
     assert (caller["subjectType"], caller["subjectId"], caller["subjectSlug"]) == (
         type_,

@@ -11,6 +11,7 @@ import pytest
 
 from mock_server import MockConfig, PlatformMock
 from mock_server.fixtures import FixtureError, check, default_fixtures, dump, load, parse
+from mock_server.handlers import render
 from mock_server.state import Store
 from mock_server.state.deployments import check_manifest
 from mock_server.state.jobs import ENDED, RUN_STATUSES
@@ -264,7 +265,7 @@ def test_reloaded_dump_answers_the_api_alike(api, store):
     caller = copy.identity.caller(alice.type, alice.id)
     assert caller is not None
     again = copy.tokens.get_or_create(caller, "ci", None)
-    assert again["data"] == api.get("/personal-access-tokens/ci").json()["data"]
+    assert render.token_record(again) == api.get("/personal-access-tokens/ci").json()["data"]
 
 
 # -- ids: a given id is one no other entity of the world holds -----------------------------------

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mock_server import errors
-from mock_server.state.entities import Application, Caller, JobRun, Subject
-from mock_server.state.sources import epoch_ms
+from mock_server.state.entities import Application, Caller, JobRun, Page, Subject
+from mock_server.state.sources import epoch_ms, from_epoch_ms, iso, world_time
 from mock_server.state.store import Area, locked
 
 RUN_STATUSES = (
@@ -138,7 +138,7 @@ class Jobs(Area):
         triggered_by: list[str] | None,
         status: list[str] | None,
         version_numbers: list[float] | None,
-    ) -> dict[str, Any]:
+    ) -> Page[JobRun]:
         """One page of a job's runs: filters combine with AND, values of one filter with OR."""
         application = self.world.applications.get(job_id)
         if application is None:
@@ -166,10 +166,7 @@ class Jobs(Area):
         else:
             selected = set.intersection(*filters)
             total, page = len(selected), _page(runs, selected, offset, limit)
-        return {
-            "data": [run.to_api() for run in page],
-            "pagination": {"total": total, "offset": offset, "limit": limit},
-        }
+        return Page(page, total, offset, limit)
 
     def _index(self, application_id: str) -> RunIndex:
         """The job's run index, rebuilt when runs were added since it was made."""
@@ -178,6 +175,50 @@ class Jobs(Area):
         if cached is None or len(cached.runs) != len(runs):
             cached = self.world.run_indexes[application_id] = RunIndex(runs)
         return cached
+
+    # -- fixtures: a job's runs, read and written side by side (inside `applications`) ----
+    def load_runs(self, application: Application, records: list[dict]) -> None:
+        identity = self.store.identity
+        for run in records:
+            if "generate" in run:
+                self.generate_runs(application, run["generate"])
+                continue
+            self.add_run(
+                application,
+                status=run["status"],
+                created_at=world_time(run["createdAt"]),
+                seconds=run.get("durationSeconds"),
+                triggered_by=identity.user_or_default(run.get("triggeredBy")),
+                deployment_version=run.get("version"),
+                name=run.get("name"),
+                command=run.get("command"),
+                total_retries=run.get("totalRetries", 0),
+                exit_code=run.get("exitCode"),
+                error=run.get("error"),
+                run_id=run.get("id"),
+            )
+
+    def dump_runs(self, application: Application) -> list[dict[str, Any]]:
+        records = []
+        for run in self.world.job_runs[application.id]:
+            record: dict[str, Any] = {
+                "id": run.id,
+                "name": run.name,
+                "status": run.status,
+                "createdAt": iso(from_epoch_ms(run.created_at_ms)),
+                "triggeredBy": run.triggered_by.name,
+                "version": run.deployment_version,
+                "command": run.command,
+                "totalRetries": run.total_retries,
+            }
+            if run.duration_ms is not None:
+                record["durationSeconds"] = run.duration_ms / 1000
+            if run.exit_code is not None:
+                record["exitCode"] = run.exit_code
+            if run.error is not None:
+                record["error"] = run.error
+            records.append(record)
+        return records
 
 
 class RunIndex:

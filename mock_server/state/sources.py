@@ -94,3 +94,18 @@ def parse_iso(text: str) -> datetime:
     """An ISO 8601 timestamp as an aware UTC datetime (naive ones are taken as UTC)."""
     moment = datetime.fromisoformat(text)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+# The world's clock stays where time arithmetic has room (a token made at the last instant
+# of year 9999 would expire past what a datetime can hold) and after the Unix epoch (job-run
+# times are milliseconds since it).
+CLOCK_RANGE = (datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC))
+
+
+def world_time(text: str) -> datetime:
+    """A time of the world given by a fixture (a record's, or its clock), in the range the
+    clock may show."""
+    instant = parse_iso(text)
+    if not CLOCK_RANGE[0] <= instant < CLOCK_RANGE[1]:
+        raise ValueError(f"{text}: times must be from 1970 up to (not including) 9000")
+    return instant
