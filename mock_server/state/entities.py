@@ -140,7 +140,7 @@ class Deployment:
         return self.application.id
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobRun:
     """A run never changes once recorded, so worlds may share it (see `Store.reset`); what it
     reads of its application and subject (ids, names, slugs) never changes either."""

@@ -28,6 +28,8 @@ RUN_STATUSES = (
     "UNKNOWN",
 )
 ENDED = frozenset({"FINISHED", "FAILED", "TERMINATED"})
+EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "TERMINATED": 143}  # of a run that gives none
+ERRORS = {"FAILED": "Process exited with code 1"}
 
 # Sort keys of the contract. A key may be None (no duration yet): such runs come last.
 SORT_KEYS: dict[str, Callable[[JobRun], Any]] = {
@@ -76,10 +78,11 @@ class Jobs(Area):
         version = deployment_version or application.active_version
         if version not in application.deployment_ids:
             raise ValueError(f"{application.name} has no deployment version {version}")
-        deployment = self.world.deployments[application.deployment_ids[version]]
+        world = self.world
+        deployment = world.deployments[application.deployment_ids[version]]
         start = epoch_ms(created_at)
         # Faker draws from its own generator: naming the run first leaves the ids as they were.
-        name = name or f"{application.name}-{self.sources.faker.unique.lexify('?????').lower()}"
+        name = name or f"{application.name}-{self.sources.word(5)}"
         run = JobRun(
             id=self.new_id(f"job run {name!r} of {application.fqn!r}", run_id, "run"),
             name=name,
@@ -91,12 +94,12 @@ class Jobs(Area):
             created_at_ms=start,
             end_time_ms=None if seconds is None else start + round(seconds * 1000),
             total_retries=total_retries,
-            exit_code=exit_code if exit_code is not None else _exit_code(status),
-            error=error if error is not None else _error(status),
+            exit_code=exit_code if exit_code is not None else EXIT_CODES.get(status),
+            error=error if error is not None else ERRORS.get(status),
             triggered_by=triggered_by,
             tenant_name=self.store.identity.tenant.name,
         )
-        self.world.job_runs[application.id].append(run)
+        world.job_runs[application.id].append(run)
         return run
 
     @locked
@@ -178,7 +181,7 @@ class Jobs(Area):
 
     # -- fixtures: a job's runs, read and written side by side (inside `applications`) ----
     def load_runs(self, application: Application, records: list[dict]) -> None:
-        identity = self.store.identity
+        users: dict[str | None, Subject] = {}  # a job may have 100,000 runs by a few users
         for run in records:
             if "generate" in run:
                 self.generate_runs(application, run["generate"])
@@ -188,7 +191,7 @@ class Jobs(Area):
                 status=run["status"],
                 created_at=world_time(run["createdAt"]),
                 seconds=run.get("durationSeconds"),
-                triggered_by=identity.user_or_default(run.get("triggeredBy")),
+                triggered_by=self._user(users, run.get("triggeredBy")),
                 deployment_version=run.get("version"),
                 name=run.get("name"),
                 command=run.get("command"),
@@ -197,6 +200,11 @@ class Jobs(Area):
                 error=run.get("error"),
                 run_id=run.get("id"),
             )
+
+    def _user(self, found: dict[str | None, Subject], email: str | None) -> Subject:
+        if email not in found:
+            found[email] = self.store.identity.user_or_default(email)
+        return found[email]
 
     def dump_runs(self, application: Application) -> list[dict[str, Any]]:
         records = []
@@ -281,11 +289,3 @@ def _command(manifest: dict[str, Any], application_name: str) -> str:
     """The command a deployment runs: its build spec's, else a plausible default."""
     build_spec = (manifest.get("image") or {}).get("build_spec") or {}
     return build_spec.get("command") or f"python {application_name}.py"
-
-
-def _exit_code(status: str) -> int | None:
-    return {"FINISHED": 0, "FAILED": 1, "TERMINATED": 143}.get(status)
-
-
-def _error(status: str) -> str | None:
-    return {"FAILED": "Process exited with code 1"}.get(status)
