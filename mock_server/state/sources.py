@@ -7,8 +7,10 @@ seed and the same request sequence, every id and timestamp comes out the same, b
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from string import ascii_lowercase
+from typing import Any
 
 from faker import Faker
 
@@ -37,6 +39,20 @@ class Clock:
         self._now = moment
 
 
+@dataclass(frozen=True)
+class SourcesState:
+    """Where a store's sources stood: its clock, and how far each generator had got."""
+
+    seed: int
+    start: datetime
+    now: datetime
+    random: Any
+    token_random: Any
+    faker_random: Any
+    faker_seen: dict[Any, frozenset[Any]]
+    words: frozenset[str]
+
+
 class Sources:
     """Seeded id source, Faker and random generator of one store."""
 
@@ -58,7 +74,9 @@ class Sources:
         self.faker = faker or Faker("en_US")
         self.faker.seed_instance(seed)
         self.faker.unique.clear()
-        self.words: set[str] = set()  # the words `word` has given
+        # The words `word` has given: those of a snapshot, shared, and those given since.
+        self._words_before: frozenset[str] = frozenset()
+        self.words: set[str] = set()
         self._faker_random = self.faker.random  # the proxy's lookup costs more than a draw
 
     def word(self, letters: int) -> str:
@@ -70,9 +88,45 @@ class Sources:
             for _ in range(letters):
                 number, digit = divmod(number, 26)
                 word += ascii_lowercase[digit]
-            if word not in self.words:
+            if word not in self.words and word not in self._words_before:
                 self.words.add(word)
                 return word
+
+    def snapshot(self) -> SourcesState:
+        """Where every source stands now, to come back to with `restored`."""
+        return SourcesState(
+            seed=self.seed,
+            start=self.clock.start,
+            now=self.clock.now(),
+            random=self.random.getstate(),
+            token_random=self.token_random.getstate(),
+            faker_random=self._faker_random.getstate(),
+            faker_seen={key: frozenset(seen) for key, seen in self.faker.unique._seen.items()},
+            words=self._words_before | self.words,
+        )
+
+    @classmethod
+    def restored(cls, state: SourcesState, faker: Faker, generation: int | None = None) -> Sources:
+        """Sources where a snapshot left them; for a new world, `generation`, with that
+        world's own token-id stream (a token id of an earlier world never comes back)."""
+        sources = cls.__new__(cls)
+        sources.seed = state.seed
+        sources.clock = Clock(state.start)
+        sources.clock.set(state.now)
+        sources.random = random.Random()
+        sources.random.setstate(state.random)
+        if generation is None:
+            sources.token_random = random.Random()
+            sources.token_random.setstate(state.token_random)
+        else:
+            sources.token_random = random.Random(f"{state.seed}:{generation}")
+        sources.faker = faker
+        sources._faker_random = faker.random
+        sources._faker_random.setstate(state.faker_random)
+        faker.unique._seen = {key: set(seen) for key, seen in state.faker_seen.items()}
+        sources._words_before = state.words
+        sources.words = set()
+        return sources
 
     def new_id(self, prefix: str) -> str:
         """A fresh id like `job-run-3f2a9c1b7d4e6f80`: prefix, then 16 seeded hex digits."""
