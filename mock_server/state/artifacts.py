@@ -168,8 +168,8 @@ class Artifacts(Area):
                     "id": v.id,
                     "artifactId": v.artifact_id,
                     "createdAt": iso(v.created_at),
-                    "manifest": v.manifest,
-                    "tags": v.tags,
+                    "manifest": copy.deepcopy(v.manifest),
+                    "tags": list(v.tags),
                 }
                 for v in self.world.artifact_versions.values()
             ],

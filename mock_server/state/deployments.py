@@ -253,7 +253,7 @@ class Deployments(Area):
                     "createdBy": application.created_by.name,
                     "deployments": [
                         {
-                            "manifest": d.manifest,
+                            "manifest": copy.deepcopy(d.manifest),
                             "id": d.id,
                             "statusId": d.status_id,
                             "createdAt": iso(d.created_at),

@@ -143,7 +143,8 @@ class Gateway(Area):
 
     def dump(self) -> dict[str, Any]:
         """This area's fixture section, `modelResponses`: each response complete."""
-        return {"modelResponses": [{"response": r} for r in self.world.model_responses.values()]}
+        responses = self.world.model_responses.values()
+        return {"modelResponses": [{"response": copy.deepcopy(r)} for r in responses]}
 
 
 def response_schema() -> CompiledSchema:
