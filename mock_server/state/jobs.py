@@ -82,7 +82,7 @@ class Jobs(Area):
         deployment = world.deployments[application.deployment_ids[version]]
         start = epoch_ms(created_at)
         # Faker draws from its own generator: naming the run first leaves the ids as they were.
-        name = name or f"{application.name}-{self.sources.word(5)}"
+        name = name or f"{application.name}-{self.sources.word()}"
         run = JobRun(
             id=self.new_id(f"job run {name!r} of {application.fqn!r}", run_id, "run"),
             name=name,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import product
 from string import ascii_lowercase
 from typing import Any
 
@@ -37,6 +38,12 @@ class Clock:
 
     def set(self, moment: datetime) -> None:
         self._now = moment
+
+
+# Every string of two and of three lower-case letters, in order: a number below 26**5 is
+# the five letters `_THREE_LETTERS[n // 676] + _TWO_LETTERS[n % 676]`.
+_TWO_LETTERS = ["".join(pair) for pair in product(ascii_lowercase, repeat=2)]
+_THREE_LETTERS = ["".join(triple) for triple in product(ascii_lowercase, repeat=3)]
 
 
 @dataclass(frozen=True)
@@ -79,15 +86,12 @@ class Sources:
         self.words: set[str] = set()
         self._faker_random = self.faker.random  # the proxy's lookup costs more than a draw
 
-    def word(self, letters: int) -> str:
-        """Seeded lower-case letters, never the same twice in one world (as Faker's
+    def word(self) -> str:
+        """Five seeded lower-case letters, never the same twice in one world (as Faker's
         `unique.lexify` would give, at a tenth of its cost: a job has up to 100,000 runs)."""
         while True:
-            number = self._faker_random.randrange(26**letters)
-            word = ""
-            for _ in range(letters):
-                number, digit = divmod(number, 26)
-                word += ascii_lowercase[digit]
+            number = self._faker_random.randrange(26**5)
+            word = _THREE_LETTERS[number // 676] + _TWO_LETTERS[number % 676]
             if word not in self.words and word not in self._words_before:
                 self.words.add(word)
                 return word
