@@ -228,6 +228,7 @@ class Store:
             for document in self.initial_documents:
                 apply_document(self, document)
             if seed is not None or self._snapshot is None:
+                self.jobs.build_indexes()
                 self._snapshot = (self.world.copy(), self.sources.snapshot())
             for document in extra:
                 apply_document(self, document)
