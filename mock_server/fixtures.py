@@ -1,7 +1,9 @@
 """Fixture documents: read from YAML, checked against the fixture JSON Schema, applied to a store.
 
-A fixture is applied through the same store methods the API uses (staging, tagging, token
-creation go through the API's own rules), so no fixture can build a world the API could not.
+Each section is read and written by the state area it mirrors (`Secrets.load_group` beside
+`Secrets.dump`, ...), through the same methods the API uses (staging, tagging, token creation
+go through the API's own rules), so no fixture can build a world the API could not. This
+module reads the text, checks it, keeps the lines, and applies and dumps whole documents.
 Every error names the file, the line and the field.
 """
 
