@@ -25,6 +25,9 @@ from jsonschema import Draft4Validator, ValidationError
 from mock_server import errors
 
 MAX_BODY_BYTES = 1024 * 1024
+# Operations that take more: a state dump of a world of 100,000 job runs (about 25 MB of
+# JSON) loads back through the admin API in one request (spec/admin.yaml says so).
+BODY_LIMITS = {"adminLoadFixtures": 64 * 1024 * 1024}
 MAX_DETAILS = 100  # violations listed in one error body
 MAX_DEPTH = 64  # levels of nesting a JSON value may have (orjson writes at most 255)
 UTF8_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")  # ASCII is UTF-8 too
@@ -320,3 +323,10 @@ def discriminated_index(value: dict, schema: dict) -> int | None:
 
 def body_problem(message: str) -> errors.InvalidRequest:
     return invalid_request([{"location": "body", "field": "", "message": message}])
+
+
+def body_limit(scope: t.Mapping[str, t.Any]) -> int:
+    """The most bytes the body of the request's operation may have (its ASGI scope, once
+    routed)."""
+    routing = scope.get("extensions", {}).get("connexion_routing", {})
+    return BODY_LIMITS.get(routing.get("operation_id"), MAX_BODY_BYTES)

@@ -16,7 +16,9 @@ import yaml
 
 from mock_server import PlatformMock, contract
 from mock_server.app import MockConfig
+from mock_server.handlers import render
 from mock_server.server import BackgroundServer
+from mock_server.validation import BODY_LIMITS, MAX_BODY_BYTES
 from tests.conftest import CONTROL_PLANE, assert_error, token_of
 
 DANA = "dana@acme.example"
@@ -509,6 +511,28 @@ def test_state_loaded_into_an_empty_mock_reproduces_it(admin, api, store):
         assert _state(other_admin) == state
 
 
+def test_a_dump_over_1_mib_loads_back_into_an_equal_world(admin, store):
+    store.jobs.generate_runs(store.deployments.application_named("trainer"), 10_000)
+    response = admin.get("/state")
+    assert len(response.content) > MAX_BODY_BYTES
+    state = response.json()
+
+    other_mock = PlatformMock(MockConfig(default_fixtures=False))
+    with (
+        BackgroundServer(other_mock) as other,
+        httpx.Client(
+            base_url=other.url + "/__admin",
+            headers={"Authorization": f"Bearer {other_mock.auth.admin_token()}"},
+            timeout=60,
+        ) as other_admin,
+    ):
+        loaded = other_admin.post(
+            "/fixtures", content=response.content, headers={"Content-Type": "application/json"}
+        )
+        assert loaded.status_code == 200, loaded.text
+        assert _state(other_admin) == state
+
+
 def test_state_of_a_mock_without_fixtures_is_a_document(server):
     """An empty world still dumps (spec: GET /state answers 200, 401 or 403; never 500)."""
     empty_mock = PlatformMock(MockConfig(default_fixtures=False))
@@ -611,7 +635,10 @@ ADMIN_BODIES = {
 }
 EVERY_OPERATION = [pytest.param(op, id=op) for op in ADMIN_OPERATIONS]
 BODY_OPERATIONS = [pytest.param(op, id=op) for op in ADMIN_BODIES]
-JUST_OVER_1_MIB = b'{"seed": 1' + b" " * (1024 * 1024) + b"}"
+
+
+def _just_over(limit: int) -> bytes:
+    return b'{"seed": 1' + b" " * limit + b"}"
 
 
 def _documented(operation_id: str) -> set[int]:
@@ -732,13 +759,13 @@ def test_admin_body_that_is_not_json_is_a_documented_400(admin, anonymous, chang
 
 
 @pytest.mark.parametrize("operation_id", BODY_OPERATIONS)
-def test_admin_body_over_1_mib_is_a_documented_413(admin, anonymous, changed, operation_id):
+def test_admin_body_over_its_limit_is_a_documented_413(admin, anonymous, changed, operation_id):
     before = _everything(admin)
 
     response = _send(
         anonymous,
         operation_id,
-        content=JUST_OVER_1_MIB,
+        content=_just_over(BODY_LIMITS.get(operation_id, MAX_BODY_BYTES)),
         headers={**admin.headers, "Content-Type": "application/json"},
     )
 
@@ -951,9 +978,9 @@ def test_yaml_fixture_in_another_charset_is_415_and_changes_nothing(admin, chang
     assert _everything(admin) == before
 
 
-def test_yaml_fixture_over_1_mib_is_413_and_changes_nothing(admin, changed):
+def test_yaml_fixture_over_64_mib_is_413_and_changes_nothing(admin, changed):
     before = _everything(admin)
-    document = DANA_YAML + "#" * (1024 * 1024) + "\n"
+    document = DANA_YAML + "#" * (64 * 1024 * 1024) + "\n"
 
     response = admin.post(
         "/fixtures", content=document.encode(), headers={"Content-Type": "application/yaml"}
@@ -961,6 +988,17 @@ def test_yaml_fixture_over_1_mib_is_413_and_changes_nothing(admin, changed):
 
     assert_error(response, 413, 41301)
     assert _everything(admin) == before
+
+
+def test_yaml_fixture_over_1_mib_loads(admin, store):
+    document = DANA_YAML + "#" * (1024 * 1024) + "\n"
+
+    response = admin.post(
+        "/fixtures", content=document.encode(), headers={"Content-Type": "application/yaml"}
+    )
+
+    assert response.status_code == 200, response.text
+    assert store.identity.find_subject("user", DANA) is not None
 
 
 def test_yaml_body_on_reset_is_415_and_changes_nothing(admin, changed):
@@ -1003,7 +1041,7 @@ def test_minted_token_authenticates_as_the_subject(admin, server, store, referen
     response = admin.post("/tokens", json={"subject": reference})
 
     assert response.status_code == 200, response.text
-    assert response.json()["subject"] == subject.reference()
+    assert response.json()["subject"] == render.subject_reference(subject)
     caller = _caller(server, response.json()["token"])
     assert (caller["subjectType"], caller["subjectId"], caller["subjectSlug"]) == (
         type_,

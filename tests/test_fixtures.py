@@ -8,9 +8,20 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.fixtures import FixtureError, check, default_fixtures, dump, load, parse
+from mock_server.fixtures import (
+    FixtureError,
+    _read_fast,
+    check,
+    default_fixtures,
+    dump,
+    load,
+    parse,
+)
+from mock_server.handlers import render
+from mock_server.resources import package_file
 from mock_server.state import Store
 from mock_server.state.deployments import check_manifest
 from mock_server.state.jobs import ENDED, RUN_STATUSES
@@ -264,7 +275,7 @@ def test_reloaded_dump_answers_the_api_alike(api, store):
     caller = copy.identity.caller(alice.type, alice.id)
     assert caller is not None
     again = copy.tokens.get_or_create(caller, "ci", None)
-    assert again["data"] == api.get("/personal-access-tokens/ci").json()["data"]
+    assert render.token_record(again) == api.get("/personal-access-tokens/ci").json()["data"]
 
 
 # -- ids: a given id is one no other entity of the world holds -----------------------------------
@@ -502,3 +513,28 @@ def test_yaml_repeated_key_is_refused_with_its_line():
         FixtureError, match=r"dup.yaml:4: not valid YAML: the key 'users' appears twice"
     ):
         parse(text, "dup.yaml")
+
+
+# -- the fast reader: plain documents read as PyYAML reads them ----------------------------------
+
+PLAIN_DOCUMENTS = [
+    pytest.param((package_file("fixtures") / "default.yaml").read_text(), id="default-world"),
+    pytest.param(
+        "a: [1, -2, 0x1f, 1.5, .5e3, true, no, ~, null, '3', \"4\", !!str 5, x y]\n",
+        id="scalars-of-every-kind",
+    ),
+    pytest.param("a: |\n  two\n  lines\nb: >\n  folded\n  text\n", id="block-scalars"),
+    pytest.param("runs:\n" + "  - {status: FAILED, durationSeconds: 9}\n" * 3, id="flow-records"),
+    pytest.param('{"a": {"b": [1, {"c": null}]}, "d": "e"}', id="json-text"),
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_DOCUMENTS)
+def test_a_plain_document_reads_as_pyyaml_reads_it(text):
+    assert _read_fast(text) == yaml.safe_load(text)
+
+
+def test_an_error_found_after_a_fast_read_still_names_its_line():
+    text = "tenant: acme\nusers:\n  - email: ada@acme.example\n  - email: 5\n"
+    with pytest.raises(FixtureError, match=r"^late.yaml:4: users\[1\]\.email: 5 is not"):
+        parse(text, "late.yaml")

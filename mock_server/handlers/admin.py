@@ -7,6 +7,7 @@ from typing import Any
 
 from mock_server import errors, fixtures
 from mock_server.faults import FaultRefused
+from mock_server.handlers import render
 from mock_server.handlers.context import mock
 
 
@@ -44,7 +45,7 @@ def mint_token(body: dict[str, Any]) -> dict[str, Any]:
             f"No subject {body['subject']!r} in this world: {exc}",
             details=[{"location": "body", "field": "subject", "message": str(exc)}],
         ) from None
-    return {"token": mock().auth.dev_token(subject), "subject": subject.reference()}
+    return {"token": mock().auth.dev_token(subject), "subject": render.subject_reference(subject)}
 
 
 def get_state() -> dict[str, Any]:

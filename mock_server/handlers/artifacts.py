@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 
 
 def stage_version(body: dict[str, Any], token_info: dict[str, Any]) -> dict[str, str]:
-    return store().artifacts.stage(caller(token_info), body["manifest"])
+    return render.staged_version(store().artifacts.stage(caller(token_info), body["manifest"]))
 
 
 def apply_tags(body: dict[str, Any], token_info: dict[str, Any]) -> dict:

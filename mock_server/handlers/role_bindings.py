@@ -4,22 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from mock_server.handlers import render
 from mock_server.handlers.context import store
 
 
 def generate_manifests(
+    *,
+    include_only_tenant_roles: bool,  # Connexion fills in the spec's default
     resource_type: str | None = None,
     resource_id: str | None = None,
     subject_type: str | None = None,
     subject_id: str | None = None,
-    include_only_tenant_roles: bool = False,
 ) -> dict[str, Any]:
-    return {
-        "data": store().identity.role_binding_manifests(
-            resource_type=resource_type,
-            resource_id=resource_id,
-            subject_type=subject_type,
-            subject_id=subject_id,
-            include_only_tenant_roles=include_only_tenant_roles,
-        )
-    }
+    bindings = store().identity.role_binding_manifests(
+        resource_type=resource_type,
+        resource_id=resource_id,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        include_only_tenant_roles=include_only_tenant_roles,
+    )
+    return {"data": [render.role_binding(b) for b in bindings]}

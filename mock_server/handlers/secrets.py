@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 
 
 def list_deployments(
-    body: dict[str, Any], token_info: dict[str, Any], limit: int = 100, offset: int = 0
+    body: dict[str, Any], token_info: dict[str, Any], *, limit: int, offset: int
 ) -> dict[str, Any]:
-    return store().deployments.active_for_secrets(
+    # limit and offset: Connexion fills in the spec's defaults.
+    page = store().deployments.active_for_secrets(
         caller(token_info), body["secretIds"], limit=limit, offset=offset
     )
+    return render.page(page.items, page.total, page.offset, page.limit, render.deployment)
 
 
-def delete_group(id_: str, token_info: dict[str, Any], force_delete: bool = False) -> dict:
+def delete_group(id_: str, token_info: dict[str, Any], *, force_delete: bool) -> dict:
     store().secrets.delete_group(caller(token_info), id_, force_delete=force_delete)
     return {}

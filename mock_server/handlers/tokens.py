@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 
 
 def get_or_create(
     name: str, token_info: dict[str, Any], team_name: str | None = None
 ) -> dict[str, Any]:
-    return store().tokens.get_or_create(caller(token_info), name, team_name)
+    return render.issued_token(store().tokens.get_or_create(caller(token_info), name, team_name))

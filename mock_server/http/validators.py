@@ -43,9 +43,9 @@ from werkzeug.http import parse_options_header
 from mock_server import errors
 from mock_server.http.middleware import notes, query_pairs
 from mock_server.validation import (
-    MAX_BODY_BYTES,
     UTF8_CHARSETS,
     Detail,
+    body_limit,
     body_problem,
     compiled,
     invalid_request,
@@ -221,9 +221,11 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             raise invalid_request(
                 [{"location": "header", "field": "content-length", "message": "is not a number"}]
             )
-        if length is not None and int(length) > MAX_BODY_BYTES:
+        limit = body_limit(scope)
+        if length is not None and int(length) > limit:
             raise errors.PayloadTooLarge(
-                f"Request body is {int(length)} bytes; the limit is {MAX_BODY_BYTES} bytes (1 MiB)"
+                f"Request body is {int(length)} bytes; the limit is {limit} bytes "
+                f"({limit >> 20} MiB)"
             )
         chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         if (chunked or int(length or 0)) and "content-type" not in headers:
@@ -240,9 +242,9 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             chunk = message.get("body", b"")
             chunks.append(chunk)
             size += len(chunk)
-            if size > MAX_BODY_BYTES:
+            if size > limit:
                 raise errors.PayloadTooLarge(
-                    f"Request body is over the limit of {MAX_BODY_BYTES} bytes (1 MiB)"
+                    f"Request body is over the limit of {limit} bytes ({limit >> 20} MiB)"
                 )
             more_body = message.get("more_body", False)
         raw = b"".join(chunks)

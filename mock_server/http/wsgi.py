@@ -18,7 +18,7 @@ import connexion
 from a2wsgi.wsgi import build_environ
 from starlette.types import Receive, Scope, Send
 
-from mock_server.validation import MAX_BODY_BYTES, invalid_request
+from mock_server.validation import body_limit, invalid_request
 
 WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
 
@@ -33,7 +33,7 @@ class InlineWSGI:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = await _read_body(receive)
+        body = await _read_body(receive, body_limit(scope))
         started: list[Any] = []
         written: list[bytes] = []
 
@@ -69,7 +69,7 @@ class InlineWSGI:
         await send({"type": "http.response.body", "body": content})
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(receive: Receive, limit: int) -> bytes:
     """The request body. Validation has read, and size-checked, the body of every operation
     that takes one; any other body is not the handler's business, so past the size limit it
     is drained, not kept."""
@@ -83,10 +83,10 @@ async def _read_body(receive: Receive) -> bytes:
             )
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size <= MAX_BODY_BYTES:
+        if size <= limit:
             chunks.append(chunk)
         if not message.get("more_body", False):
-            return b"".join(chunks) if size <= MAX_BODY_BYTES else b""
+            return b"".join(chunks) if size <= limit else b""
 
 
 def install(

@@ -6,9 +6,12 @@ import copy
 from datetime import datetime
 from typing import Any
 
-from mock_server import errors
+from mock_server import contract, errors
 from mock_server.state.entities import Artifact, ArtifactVersion, Caller, MlRepo
+from mock_server.state.identity import reference
+from mock_server.state.sources import iso, world_time
 from mock_server.state.store import Area, locked
+from mock_server.validation import compiled, violations
 
 # Each kind of artifact has its own folder under the repo, so that an artifact and a model of
 # the same name never share a storage root.
@@ -54,7 +57,7 @@ class Artifacts(Area):
         version_id: str | None = None,
         artifact_id: str | None = None,
         created_at: datetime | None = None,
-    ) -> dict[str, str]:
+    ) -> ArtifactVersion:
         """Stage a new version for upload, creating the artifact on first use.
 
         The keyword arguments keep ids and time given by a fixture (e.g. a state dump)."""
@@ -94,7 +97,7 @@ class Artifacts(Area):
         )
         artifact.versions[number] = version.id
         self.world.artifact_versions[version.id] = version
-        return {"id": version.id, "storage_root": version.storage_root, "artifact_id": artifact.id}
+        return version
 
     @locked
     def apply_tags(self, caller: Caller, version_id: str, tags: list[str], *, force: bool) -> None:
@@ -129,3 +132,45 @@ class Artifacts(Area):
         for tag, holder in holders.items():
             holder.tags.remove(tag)
         version.tags.extend(tag for tag in wanted if tag not in version.tags)
+
+    # -- fixtures: this area's sections, read and written side by side ------------------
+    def load_ml_repo(self, r: dict) -> None:
+        self.add_ml_repo(r["name"], storage_root=r.get("storageRoot"), repo_id=r.get("id"))
+
+    def load_version(self, r: dict) -> None:
+        # Through the front door: the manifest is checked as the API checks a staging request.
+        schema = contract.component(contract.CONTROL_PLANE_SPEC, "ArtifactVersionManifest")
+        problems = violations(compiled(schema), r["manifest"], "manifest", ("manifest",))
+        if problems:
+            raise ValueError("; ".join(f"{p['field']}: {p['message']}" for p in problems))
+        caller = self.store.identity.subject_by_reference(r.get("as")).caller()
+        created_at = r.get("createdAt")
+        staged = self.stage(
+            caller,
+            r["manifest"],
+            version_id=r.get("id"),
+            artifact_id=r.get("artifactId"),
+            created_at=None if created_at is None else world_time(created_at),
+        )
+        if r.get("tags"):
+            self.apply_tags(caller, staged.id, r["tags"], force=False)
+
+    def dump(self) -> dict[str, Any]:
+        """This area's fixture sections, `mlRepos` and `artifactVersions`."""
+        return {
+            "mlRepos": [
+                {"name": name, "id": repo.resource.id, "storageRoot": repo.storage_root}
+                for name, repo in self.world.ml_repos.items()
+            ],
+            "artifactVersions": [
+                {
+                    "as": reference(v.created_by),
+                    "id": v.id,
+                    "artifactId": v.artifact_id,
+                    "createdAt": iso(v.created_at),
+                    "manifest": copy.deepcopy(v.manifest),
+                    "tags": list(v.tags),
+                }
+                for v in self.world.artifact_versions.values()
+            ],
+        }

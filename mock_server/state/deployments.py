@@ -15,8 +15,9 @@ from typing import Any
 from connexion.json_schema import Draft4ResponseValidator
 
 from mock_server import contract
-from mock_server.state.entities import Application, Caller, Deployment, Subject
+from mock_server.state.entities import Application, Caller, Deployment, Page, Subject
 from mock_server.state.secrets import SECRET_REFERENCE_SCHEME
+from mock_server.state.sources import iso, world_time
 from mock_server.state.store import Area, locked
 from mock_server.validation import compiled, violations
 
@@ -122,7 +123,7 @@ class Deployments(Area):
         fqn = f"{application.fqn}:{version}"
         deployment = Deployment(
             id=self.new_id(f"deployment {fqn!r}", deployment_id, "deployment"),
-            application_id=application.id,
+            application=application,
             version=version,
             fqn=fqn,
             manifest=manifest,
@@ -149,23 +150,18 @@ class Deployments(Area):
     @locked
     def active_for_secrets(
         self, caller: Caller, secret_ids: list[str], *, limit: int, offset: int
-    ) -> dict[str, Any]:
+    ) -> Page[Deployment]:
         """One page of the active deployments that reference any readable given secret."""
         fqns = self.store.secrets.readable_secret_fqns(caller, secret_ids)
         matches = [
             deployment
             for deployment in sorted(self.world.deployments.values(), key=lambda d: d.id)
             if deployment.secret_fqns & fqns
-            and self.world.applications[deployment.application_id].active_version
-            == deployment.version
+            and deployment.application.active_version == deployment.version
         ]
         # Newest first, ties by id (the sort is stable, also in reverse).
         matches.sort(key=lambda d: d.created_at, reverse=True)
-        page = matches[offset : offset + limit]
-        return {
-            "data": [d.to_api(self.world.applications[d.application_id]) for d in page],
-            "pagination": {"total": len(matches), "offset": offset, "limit": limit},
-        }
+        return Page(matches[offset : offset + limit], len(matches), offset, limit)
 
     @locked
     def generate_applications(
@@ -198,6 +194,77 @@ class Deployments(Area):
                 self.add_deployment(application, manifest)
             if kind == "job":
                 self.store.jobs.generate_runs(application, rng.randint(3, 30))
+
+    # -- fixtures: this area's section, read and written side by side -------------------
+    def load_application(self, r: dict) -> None:
+        identity = self.store.identity
+        if "generate" in r:
+            self.generate_applications(
+                r["generate"],
+                workspace_name=r["workspace"],
+                created_by=identity.user_or_default(r.get("createdBy")),
+            )
+            return
+        application = self.add_application(
+            r["name"],
+            type_=r["type"],
+            workspace_name=r["workspace"],
+            created_by=identity.user_or_default(r.get("createdBy")),
+            application_id=r.get("id"),
+            application_set_id=r.get("applicationSetId"),
+        )
+        for index, deployment in enumerate(r["deployments"]):
+            created_at = deployment.get("createdAt")
+            try:
+                self.add_deployment(
+                    application,
+                    deployment["manifest"],
+                    deployment_id=deployment.get("id"),
+                    status_id=deployment.get("statusId"),
+                    created_at=None if created_at is None else world_time(created_at),
+                )
+            except IncompleteManifest as exc:
+                raise ValueError(exc.under(f"deployments[{index}].manifest")) from None
+        if "activeVersion" in r:
+            if r["activeVersion"] not in application.deployment_ids:
+                raise ValueError(
+                    f"activeVersion {r['activeVersion']} is not one of the deployments"
+                )
+            application.active_version = r["activeVersion"]
+        self.store.jobs.load_runs(application, r.get("runs", []))
+
+    def dump(self) -> dict[str, Any]:
+        """This area's fixture section, `applications` (with each job's runs)."""
+        world = self.world
+        applications = []
+        for application in world.applications.values():
+            workspace = world.resources[("workspace", application.workspace_id)]
+            deployments = [
+                world.deployments[d] for _, d in sorted(application.deployment_ids.items())
+            ]
+            runs = self.store.jobs.dump_runs(application)
+            applications.append(
+                {
+                    "name": application.name,
+                    "id": application.id,
+                    "type": application.type,
+                    "workspace": workspace.name,
+                    "applicationSetId": application.application_set_id,
+                    "createdBy": application.created_by.name,
+                    "deployments": [
+                        {
+                            "manifest": copy.deepcopy(d.manifest),
+                            "id": d.id,
+                            "statusId": d.status_id,
+                            "createdAt": iso(d.created_at),
+                        }
+                        for d in deployments
+                    ],
+                    "activeVersion": application.active_version,
+                    **({"runs": runs} if runs else {}),
+                }
+            )
+        return {"applications": applications}
 
 
 def _generated_manifest(

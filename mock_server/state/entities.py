@@ -1,12 +1,13 @@
-"""The platform's entities as held in state, and how each one is rendered on the wire."""
+"""The platform's entities as held in state, and the pages of them that the areas return.
+
+Entities hold domain values; how each is shown on the wire is `mock_server.handlers.render`'s.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-from mock_server.state.sources import iso
+from typing import Any, Generic, TypeVar
 
 SUBJECT_TYPES = ("user", "team", "virtualaccount", "agent")
 
@@ -34,18 +35,6 @@ class Subject:
     def caller(self) -> Caller:
         """This subject as the caller of a request."""
         return Caller(self.type, self.id, self.slug)
-
-    def reference(self) -> dict[str, Any]:
-        """The subject reference (`createdBySubject`) of the contract."""
-        return {
-            "subjectId": self.id,
-            "subjectType": self.type,
-            "subjectSlug": self.slug,
-            "subjectDisplayName": self.display_name,
-            "subjectPatName": None,
-            "subjectControllerName": None,
-            "subjectExternalIdentitySlug": None,
-        }
 
 
 @dataclass
@@ -133,24 +122,11 @@ class Application:
     active_version: int = 0
     deployment_ids: dict[int, str] = field(default_factory=dict)  # version -> deployment id
 
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "lifecycleStage": "active",
-            "id": self.id,
-            "fqn": self.fqn,
-            "name": self.name,
-            "type": self.type,
-            "metadata": {"paused": False},
-            "workspaceId": self.workspace_id,
-            "activeVersion": self.active_version,
-            "applicationSetId": self.application_set_id,
-        }
-
 
 @dataclass
 class Deployment:
     id: str
-    application_id: str
+    application: Application
     version: int
     fqn: str
     manifest: dict[str, Any]
@@ -159,41 +135,16 @@ class Deployment:
     status_id: str
     secret_fqns: frozenset[str]  # secrets the manifest references, computed once
 
-    def to_api(self, application: Application) -> dict[str, Any]:
-        created = iso(self.created_at)
-        status = {
-            "id": self.status_id,
-            "deploymentId": self.id,
-            "status": "DEPLOY_SUCCESS",
-            "state": {},
-            "message": "Deployment is live",
-            "retryCount": 0,
-            "createdAt": created,
-            "updatedAt": created,
-        }
-        return {
-            "manifest": self.manifest,
-            "createdBySubject": self.created_by.reference(),
-            "id": self.id,
-            "version": self.version,
-            "fqn": self.fqn,
-            "applicationId": self.application_id,
-            "application": application.to_api(),
-            "createdAt": created,
-            "updatedAt": created,
-            "deploymentBuilds": [
-                {"name": f"{application.name}-build-{self.version}", "status": "SUCCEEDED"}
-            ],
-            "deploymentStatuses": [status],
-            "currentStatusId": self.status_id,
-            "currentStatus": status,
-            "appliedRecommendations": [],
-            "createdBy": self.created_by.slug,
-        }
+    @property
+    def application_id(self) -> str:
+        return self.application.id
 
 
-@dataclass
+@dataclass(slots=True)
 class JobRun:
+    """A run never changes once recorded, so worlds may share it (see `Store.reset`); what it
+    reads of its application and subject (ids, names, slugs) never changes either."""
+
     id: str
     name: str
     application: Application
@@ -213,35 +164,55 @@ class JobRun:
     def duration_ms(self) -> int | None:
         return None if self.end_time_ms is None else self.end_time_ms - self.created_at_ms
 
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "applicationName": self.application.name,
-            "deploymentVersion": str(self.deployment_version),
-            "command": self.command,
-            "error": self.error,
-            "triggeredBy": self.triggered_by.slug,
-            "sparkUi": None,
-            "applicationId": self.application.id,
-            "deploymentId": self.deployment_id,
-            "tenantName": self.tenant_name,
-            "createdAt": self.created_at_ms,
-            "endTime": self.end_time_ms,
-            "duration": self.duration_ms,
-            "totalRetries": self.total_retries,
-            "exitCode": self.exit_code,
-            "status": self.status,
-            "triggeredBySubject": self.triggered_by.reference(),
-        }
-
 
 @dataclass
 class PersonalAccessToken:
-    owner_type: str
-    owner_id: str
+    id: str
+    owner: Subject
     name: str
-    record: dict[str, Any]  # the wire record, built once at creation
+    team_name: str | None  # the team that owns it, when one was named at creation
+    tenant: Resource
+    created_at: datetime
+    expires_at: datetime
     token: str  # the value first issued, returned again on every later get
     jwt_id: str
+    last_accessed_at: datetime | None = None
     revoked: bool = False
+
+    @property
+    def owner_id(self) -> str:
+        return self.owner.id
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A personal access token as a get-or-create finds it: with the grants its owner holds
+    now (a token acts with them), the time of the world, and whether it was just made."""
+
+    token: PersonalAccessToken
+    grants: list[tuple[Grant, Resource]]
+    now: datetime
+    created: bool
+
+
+@dataclass(frozen=True)
+class RoleBinding:
+    """One role-binding manifest: a role, who holds it, and on what."""
+
+    name: str
+    role: str
+    subjects: list[Subject]
+    resources: list[Resource]
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing: its items, how many there are in all, and where it starts."""
+
+    items: list[T]
+    total: int
+    offset: int
+    limit: int

@@ -5,8 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mock_server import errors
+from connexion.json_schema import Draft4ResponseValidator
+
+from mock_server import contract, errors
 from mock_server.state.store import Area, locked
+from mock_server.validation import CompiledSchema, compiled, summary, violations
 
 RESPONSE_STATUSES = ("completed", "failed", "in_progress", "incomplete", "queued", "cancelled")
 
@@ -111,3 +114,40 @@ class Gateway(Area):
         if response is None:
             raise errors.ModelResponseNotFound(f"No model response with id {response_id!r}")
         return response
+
+    # -- fixtures: this area's section, read and written side by side -------------------
+    def load_response(self, r: dict) -> None:
+        if "response" in r:
+            problems = violations(response_schema(), r["response"], "response")
+            if problems:
+                raise ValueError(summary(problems))
+            self.add_stored(r["response"])
+            return
+        if "generate" in r:
+            for _ in range(r["generate"]):
+                self.add_response()
+            return
+        self.add_response(
+            response_id=r["id"],
+            model=r.get("model", "gpt-4o-mini"),
+            provider=r.get("provider", "openai"),
+            status=r.get("status", "completed"),
+            text=r.get("text"),
+            instructions=r.get("instructions"),
+            user=r.get("user"),
+            metadata=r.get("metadata"),
+            max_output_tokens=r.get("maxOutputTokens"),
+            temperature=r.get("temperature", 1.0),
+            previous_response_id=r.get("previousResponseId"),
+        )
+
+    def dump(self) -> dict[str, Any]:
+        """This area's fixture section, `modelResponses`: each response complete."""
+        responses = self.world.model_responses.values()
+        return {"modelResponses": [{"response": copy.deepcopy(r)} for r in responses]}
+
+
+def response_schema() -> CompiledSchema:
+    """The gateway contract's ModelResponse schema, for complete responses in fixtures."""
+    schema = contract.component(contract.GATEWAY_SPEC, "ModelResponse")
+    return compiled(schema, Draft4ResponseValidator)

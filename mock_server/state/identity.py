@@ -13,7 +13,14 @@ from collections import defaultdict
 from typing import Any
 
 from mock_server import errors
-from mock_server.state.entities import SUBJECT_TYPES, Caller, Grant, Resource, Subject
+from mock_server.state.entities import (
+    SUBJECT_TYPES,
+    Caller,
+    Grant,
+    Resource,
+    RoleBinding,
+    Subject,
+)
 from mock_server.state.store import Area, locked
 
 RESOURCE_TYPES = (
@@ -238,7 +245,7 @@ class Identity(Area):
         subject_type: str | None,
         subject_id: str | None,
         include_only_tenant_roles: bool,
-    ) -> list[dict[str, Any]]:
+    ) -> list[RoleBinding]:
         """One manifest per role, from the grants held on a resource or by a subject."""
         by_resource = resource_type is not None or resource_id is not None
         by_subject = subject_type is not None or subject_id is not None
@@ -257,7 +264,7 @@ class Identity(Area):
             raise errors.InvalidRoleBindingQuery("subjectType and subjectId must be given together")
         return self._manifests_for_subject(subject_type, subject_id, include_only_tenant_roles)
 
-    def _manifests_for_resource(self, resource_type: str, resource_id: str) -> list[dict]:
+    def _manifests_for_resource(self, resource_type: str, resource_id: str) -> list[RoleBinding]:
         resource = self.world.resources.get((resource_type, resource_id))
         if resource is None:
             raise errors.RoleBindingTargetNotFound(f"No {resource_type} with id {resource_id!r}")
@@ -268,20 +275,15 @@ class Identity(Area):
                 if subject is not None:
                     subjects_by_role[grant.role].append(subject)
         return [
-            {
-                "type": "role-binding",
-                "name": manifest_name(resource.type, resource.name, role),
-                "subjects": [{"type": s.type, "name": s.name} for s in subjects],
-                "permissions": [
-                    {"resourceType": resource.type, "resourceFqn": resource.fqn, "role": role}
-                ],
-            }
+            RoleBinding(
+                manifest_name(resource.type, resource.name, role), role, subjects, [resource]
+            )
             for role, subjects in sorted(subjects_by_role.items())
         ]
 
     def _manifests_for_subject(
         self, subject_type: str, subject_id: str, only_tenant: bool
-    ) -> list[dict]:
+    ) -> list[RoleBinding]:
         subject = self.subject(subject_type, subject_id)
         if subject is None:
             raise errors.RoleBindingTargetNotFound(f"No {subject_type} with id {subject_id!r}")
@@ -296,14 +298,114 @@ class Identity(Area):
             if resource is not None:
                 resources_by_role[grant.role].append(resource)
         return [
-            {
-                "type": "role-binding",
-                "name": manifest_name(subject.type, subject.slug, role),
-                "subjects": [{"type": subject.type, "name": subject.name}],
-                "permissions": [
-                    {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
-                    for r in sorted(resources, key=lambda r: (r.type, r.fqn))
-                ],
-            }
+            RoleBinding(
+                manifest_name(subject.type, subject.slug, role),
+                role,
+                [subject],
+                sorted(resources, key=lambda r: (r.type, r.fqn)),
+            )
             for role, resources in sorted(resources_by_role.items())
         ]
+
+    # -- fixtures: this area's sections, read and written side by side ------------------
+    def load_tenant(self, tenant: str | dict) -> None:
+        if isinstance(tenant, str):
+            self.set_tenant(tenant)
+        else:
+            self.set_tenant(tenant["name"], tenant_id=tenant.get("id"))
+
+    def load_user(self, r: dict) -> None:
+        self.add_subject(
+            "user", r["email"], display_name=r.get("displayName"), subject_id=r.get("id")
+        )
+
+    def load_team(self, r: dict) -> None:
+        self.add_subject("team", r["name"], subject_id=r.get("id"), members=r.get("members", []))
+
+    def load_virtual_account(self, r: dict) -> None:
+        self.add_subject("virtualaccount", r["name"], subject_id=r.get("id"))
+
+    def load_agent(self, r: dict) -> None:
+        self.add_subject("agent", r["name"], subject_id=r.get("id"))
+
+    def load_cluster(self, r: dict) -> None:
+        self.add_resource("cluster", r["name"], fqn=r["name"], resource_id=r.get("id"))
+
+    def load_workspace(self, r: dict) -> None:
+        cluster = self.resource_named("cluster", r["cluster"])
+        self.add_resource(
+            "workspace", r["name"], fqn=f"{cluster.fqn}:{r['name']}", resource_id=r.get("id")
+        )
+
+    def load_resource(self, r: dict) -> None:
+        self.add_resource(r["type"], r["name"], fqn=r.get("fqn"), resource_id=r.get("id"))
+
+    def load_grant(self, r: dict) -> None:
+        subject = self.subject_named(*_split_reference(r["subject"]))
+        resource = self.resource_named(*_split_reference(r["resource"]))
+        self.add_grant(subject, r["role"], resource)
+
+    def user_or_default(self, email: str | None) -> Subject:
+        """A fixture's user by e-mail; the default user when none is named."""
+        return self.subject_named("user", email) if email else self.default_user()
+
+    def dump(self) -> dict[str, Any]:
+        """This area's fixture sections (`tenant` to `resources`, and `grants`)."""
+        world = self.world
+        tenant = world.tenant
+
+        def subjects(type_: str) -> list[Subject]:
+            return [s for s in world.subjects.values() if s.type == type_]
+
+        def resources(type_: str) -> list[Resource]:
+            return [r for r in world.resources.values() if r.type == type_]
+
+        def named(subject: Subject) -> dict[str, str]:
+            return {"name": subject.name, "id": subject.id}
+
+        return {
+            "tenant": {"name": tenant.name, "id": tenant.id} if tenant else None,
+            "users": [
+                {"email": u.name, "displayName": u.display_name, "id": u.id}
+                for u in subjects("user")
+            ],
+            "teams": [
+                {**named(t), "members": [world.subjects[("user", m)].name for m in t.members]}
+                for t in subjects("team")
+            ],
+            "virtualAccounts": [named(s) for s in subjects("virtualaccount")],
+            "agents": [named(s) for s in subjects("agent")],
+            "clusters": [{"name": r.name, "id": r.id} for r in resources("cluster")],
+            "workspaces": [
+                {"name": r.name, "id": r.id, "cluster": r.fqn.split(":")[0]}
+                for r in resources("workspace")
+            ],
+            "resources": [
+                {"type": r.type, "name": r.name, "fqn": r.fqn, "id": r.id}
+                for r in world.resources.values()
+                if r.type not in _OWN_SECTION
+            ],
+            "grants": [
+                {
+                    "subject": reference(world.subjects[(g.subject_type, g.subject_id)]),
+                    "role": g.role,
+                    "resource": f"{g.resource_type}:"
+                    + world.resources[(g.resource_type, g.resource_id)].name,
+                }
+                for g in world.grants
+            ],
+        }
+
+
+# Resource types that have their own fixture section (or come with another record).
+_OWN_SECTION = frozenset({"tenant", "cluster", "workspace", "secret-group", "mlf-project", "agent"})
+
+
+def reference(subject: Subject) -> str:
+    """How a fixture names a subject: `type:name`."""
+    return f"{subject.type}:{subject.name}"
+
+
+def _split_reference(ref: str) -> tuple[str, str]:
+    type_, _, name = ref.partition(":")
+    return type_, name

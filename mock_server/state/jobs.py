@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mock_server import errors
-from mock_server.state.entities import Application, Caller, JobRun, Subject
-from mock_server.state.sources import epoch_ms
+from mock_server.state.entities import Application, Caller, JobRun, Page, Subject
+from mock_server.state.sources import epoch_ms, from_epoch_ms, iso, world_time
 from mock_server.state.store import Area, locked
 
 RUN_STATUSES = (
@@ -28,6 +28,8 @@ RUN_STATUSES = (
     "UNKNOWN",
 )
 ENDED = frozenset({"FINISHED", "FAILED", "TERMINATED"})
+EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "TERMINATED": 143}  # of a run that gives none
+ERRORS = {"FAILED": "Process exited with code 1"}
 
 # Sort keys of the contract. A key may be None (no duration yet): such runs come last.
 SORT_KEYS: dict[str, Callable[[JobRun], Any]] = {
@@ -76,10 +78,11 @@ class Jobs(Area):
         version = deployment_version or application.active_version
         if version not in application.deployment_ids:
             raise ValueError(f"{application.name} has no deployment version {version}")
-        deployment = self.world.deployments[application.deployment_ids[version]]
+        world = self.world
+        deployment = world.deployments[application.deployment_ids[version]]
         start = epoch_ms(created_at)
         # Faker draws from its own generator: naming the run first leaves the ids as they were.
-        name = name or f"{application.name}-{self.sources.faker.unique.lexify('?????').lower()}"
+        name = name or f"{application.name}-{self.sources.word()}"
         run = JobRun(
             id=self.new_id(f"job run {name!r} of {application.fqn!r}", run_id, "run"),
             name=name,
@@ -91,12 +94,12 @@ class Jobs(Area):
             created_at_ms=start,
             end_time_ms=None if seconds is None else start + round(seconds * 1000),
             total_retries=total_retries,
-            exit_code=exit_code if exit_code is not None else _exit_code(status),
-            error=error if error is not None else _error(status),
+            exit_code=exit_code if exit_code is not None else EXIT_CODES.get(status),
+            error=error if error is not None else ERRORS.get(status),
             triggered_by=triggered_by,
             tenant_name=self.store.identity.tenant.name,
         )
-        self.world.job_runs[application.id].append(run)
+        world.job_runs[application.id].append(run)
         return run
 
     @locked
@@ -138,7 +141,7 @@ class Jobs(Area):
         triggered_by: list[str] | None,
         status: list[str] | None,
         version_numbers: list[float] | None,
-    ) -> dict[str, Any]:
+    ) -> Page[JobRun]:
         """One page of a job's runs: filters combine with AND, values of one filter with OR."""
         application = self.world.applications.get(job_id)
         if application is None:
@@ -166,10 +169,13 @@ class Jobs(Area):
         else:
             selected = set.intersection(*filters)
             total, page = len(selected), _page(runs, selected, offset, limit)
-        return {
-            "data": [run.to_api() for run in page],
-            "pagination": {"total": total, "offset": offset, "limit": limit},
-        }
+        return Page(page, total, offset, limit)
+
+    def build_indexes(self) -> None:
+        """Make every job's run index now: worlds restored from a snapshot taken after
+        this share them, so the first page after a reset does not sort 100,000 runs."""
+        for application_id in self.world.job_runs:
+            self._index(application_id)
 
     def _index(self, application_id: str) -> RunIndex:
         """The job's run index, rebuilt when runs were added since it was made."""
@@ -178,6 +184,55 @@ class Jobs(Area):
         if cached is None or len(cached.runs) != len(runs):
             cached = self.world.run_indexes[application_id] = RunIndex(runs)
         return cached
+
+    # -- fixtures: a job's runs, read and written side by side (inside `applications`) ----
+    def load_runs(self, application: Application, records: list[dict]) -> None:
+        users: dict[str | None, Subject] = {}  # a job may have 100,000 runs by a few users
+        for run in records:
+            if "generate" in run:
+                self.generate_runs(application, run["generate"])
+                continue
+            self.add_run(
+                application,
+                status=run["status"],
+                created_at=world_time(run["createdAt"]),
+                seconds=run.get("durationSeconds"),
+                triggered_by=self._user(users, run.get("triggeredBy")),
+                deployment_version=run.get("version"),
+                name=run.get("name"),
+                command=run.get("command"),
+                total_retries=run.get("totalRetries", 0),
+                exit_code=run.get("exitCode"),
+                error=run.get("error"),
+                run_id=run.get("id"),
+            )
+
+    def _user(self, found: dict[str | None, Subject], email: str | None) -> Subject:
+        if email not in found:
+            found[email] = self.store.identity.user_or_default(email)
+        return found[email]
+
+    def dump_runs(self, application: Application) -> list[dict[str, Any]]:
+        records = []
+        for run in self.world.job_runs[application.id]:
+            record: dict[str, Any] = {
+                "id": run.id,
+                "name": run.name,
+                "status": run.status,
+                "createdAt": iso(from_epoch_ms(run.created_at_ms)),
+                "triggeredBy": run.triggered_by.name,
+                "version": run.deployment_version,
+                "command": run.command,
+                "totalRetries": run.total_retries,
+            }
+            if run.duration_ms is not None:
+                record["durationSeconds"] = run.duration_ms / 1000
+            if run.exit_code is not None:
+                record["exitCode"] = run.exit_code
+            if run.error is not None:
+                record["error"] = run.error
+            records.append(record)
+        return records
 
 
 class RunIndex:
@@ -240,11 +295,3 @@ def _command(manifest: dict[str, Any], application_name: str) -> str:
     """The command a deployment runs: its build spec's, else a plausible default."""
     build_spec = (manifest.get("image") or {}).get("build_spec") or {}
     return build_spec.get("command") or f"python {application_name}.py"
-
-
-def _exit_code(status: str) -> int | None:
-    return {"FINISHED": 0, "FAILED": 1, "TERMINATED": 143}.get(status)
-
-
-def _error(status: str) -> str | None:
-    return {"FAILED": "Process exited with code 1"}.get(status)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mock_server import errors
 from mock_server.state.entities import Caller, Secret, SecretGroup, SecretVersion
 from mock_server.state.store import Area, locked
@@ -80,3 +82,37 @@ class Secrets(Area):
         )
         self.store.identity.remove_resource(group.resource)
         self.store.tick()
+
+    # -- fixtures: this area's section, read and written side by side -------------------
+    def load_group(self, r: dict) -> None:
+        integration = r["integration"]
+        group = self.add_group(
+            r["name"],
+            integration_fqn=integration["fqn"],
+            integration_healthy=integration.get("healthy", True),
+            group_id=r.get("id"),
+        )
+        for secret in r.get("secrets", []):
+            self.add_secret(
+                group, secret["key"], secret.get("values", []), secret_id=secret.get("id")
+            )
+
+    def dump(self) -> dict[str, Any]:
+        """This area's fixture section, `secretGroups`."""
+        return {
+            "secretGroups": [
+                {
+                    "name": group.resource.name,
+                    "id": group.resource.id,
+                    "integration": {
+                        "fqn": group.integration_fqn,
+                        "healthy": group.integration_healthy,
+                    },
+                    "secrets": [
+                        {"key": s.key, "id": s.id, "values": [v.value for v in s.versions]}
+                        for s in group.secrets.values()
+                    ],
+                }
+                for group in self.world.secret_groups.values()
+            ]
+        }

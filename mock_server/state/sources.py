@@ -7,7 +7,11 @@ seed and the same request sequence, every id and timestamp comes out the same, b
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import product
+from string import ascii_lowercase
+from typing import Any
 
 from faker import Faker
 
@@ -36,6 +40,26 @@ class Clock:
         self._now = moment
 
 
+# Every string of two and of three lower-case letters, in order: a number below 26**5 is
+# the five letters `_THREE_LETTERS[n // 676] + _TWO_LETTERS[n % 676]`.
+_TWO_LETTERS = ["".join(pair) for pair in product(ascii_lowercase, repeat=2)]
+_THREE_LETTERS = ["".join(triple) for triple in product(ascii_lowercase, repeat=3)]
+
+
+@dataclass(frozen=True)
+class SourcesState:
+    """Where a store's sources stood: its clock, and how far each generator had got."""
+
+    seed: int
+    start: datetime
+    now: datetime
+    random: Any
+    token_random: Any
+    faker_random: Any
+    faker_seen: dict[Any, frozenset[Any]]
+    words: frozenset[str]
+
+
 class Sources:
     """Seeded id source, Faker and random generator of one store."""
 
@@ -57,6 +81,56 @@ class Sources:
         self.faker = faker or Faker("en_US")
         self.faker.seed_instance(seed)
         self.faker.unique.clear()
+        # The words `word` has given: those of a snapshot, shared, and those given since.
+        self._words_before: frozenset[str] = frozenset()
+        self.words: set[str] = set()
+        self._faker_random = self.faker.random  # the proxy's lookup costs more than a draw
+
+    def word(self) -> str:
+        """Five seeded lower-case letters, never the same twice in one world (as Faker's
+        `unique.lexify` would give, at a tenth of its cost: a job has up to 100,000 runs)."""
+        while True:
+            number = self._faker_random.randrange(26**5)
+            word = _THREE_LETTERS[number // 676] + _TWO_LETTERS[number % 676]
+            if word not in self.words and word not in self._words_before:
+                self.words.add(word)
+                return word
+
+    def snapshot(self) -> SourcesState:
+        """Where every source stands now, to come back to with `restored`."""
+        return SourcesState(
+            seed=self.seed,
+            start=self.clock.start,
+            now=self.clock.now(),
+            random=self.random.getstate(),
+            token_random=self.token_random.getstate(),
+            faker_random=self._faker_random.getstate(),
+            faker_seen={key: frozenset(seen) for key, seen in self.faker.unique._seen.items()},
+            words=self._words_before | self.words,
+        )
+
+    @classmethod
+    def restored(cls, state: SourcesState, faker: Faker, generation: int | None = None) -> Sources:
+        """Sources where a snapshot left them; for a new world, `generation`, with that
+        world's own token-id stream (a token id of an earlier world never comes back)."""
+        sources = cls.__new__(cls)
+        sources.seed = state.seed
+        sources.clock = Clock(state.start)
+        sources.clock.set(state.now)
+        sources.random = random.Random()
+        sources.random.setstate(state.random)
+        if generation is None:
+            sources.token_random = random.Random()
+            sources.token_random.setstate(state.token_random)
+        else:
+            sources.token_random = random.Random(f"{state.seed}:{generation}")
+        sources.faker = faker
+        sources._faker_random = faker.random
+        sources._faker_random.setstate(state.faker_random)
+        faker.unique._seen = {key: set(seen) for key, seen in state.faker_seen.items()}
+        sources._words_before = state.words
+        sources.words = set()
+        return sources
 
     def new_id(self, prefix: str) -> str:
         """A fresh id like `job-run-3f2a9c1b7d4e6f80`: prefix, then 16 seeded hex digits."""
@@ -79,11 +153,12 @@ def iso(moment: datetime) -> str:
 
 
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
 
 
 def epoch_ms(moment: datetime) -> int:
     """Milliseconds since the Unix epoch, the unit of job-run times (exact, no float)."""
-    return (moment - UNIX_EPOCH) // timedelta(milliseconds=1)
+    return (moment - UNIX_EPOCH) // _MILLISECOND
 
 
 def from_epoch_ms(ms: int) -> datetime:
@@ -94,3 +169,18 @@ def parse_iso(text: str) -> datetime:
     """An ISO 8601 timestamp as an aware UTC datetime (naive ones are taken as UTC)."""
     moment = datetime.fromisoformat(text)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+# The world's clock stays where time arithmetic has room (a token made at the last instant
+# of year 9999 would expire past what a datetime can hold) and after the Unix epoch (job-run
+# times are milliseconds since it).
+CLOCK_RANGE = (datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC))
+
+
+def world_time(text: str) -> datetime:
+    """A time of the world given by a fixture (a record's, or its clock), in the range the
+    clock may show."""
+    instant = parse_iso(text)
+    if not CLOCK_RANGE[0] <= instant < CLOCK_RANGE[1]:
+        raise ValueError(f"{text}: times must be from 1970 up to (not including) 9000")
+    return instant

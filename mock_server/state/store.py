@@ -12,7 +12,7 @@ import copy
 import functools
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from mock_server.state.entities import (
@@ -28,7 +28,7 @@ from mock_server.state.entities import (
     SecretGroup,
     Subject,
 )
-from mock_server.state.sources import Sources
+from mock_server.state.sources import Sources, SourcesState
 
 if TYPE_CHECKING:
     from mock_server.fixtures import Fixture
@@ -61,6 +61,29 @@ class World:
     run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
     # Every id an entity of the world holds, whatever its kind, and what holds it.
     ids: dict[str, str] = field(default_factory=dict)
+
+    def copy(self) -> World:
+        """A world that changes apart from this one, made in milliseconds at any size.
+
+        Job runs never change once recorded, and a run index is derived from them and
+        rebuilt rather than changed (`Jobs._index`): the copy shares both, in containers of
+        its own. Everything else, a few entities however big the world, is copied deeply
+        in one go, so the copies refer to each other as the originals do. (A shared run
+        refers to the original application and subject; what it reads of them, ids, names
+        and slugs, never changes.)"""
+        rest = copy.deepcopy(
+            {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _SHARED}
+        )
+        return World(
+            **rest,
+            job_runs={app: list(runs) for app, runs in self.job_runs.items()},
+            run_indexes=dict(self.run_indexes),
+            ids=dict(self.ids),
+        )
+
+
+# Containers `World.copy` copies shallowly: what they hold is never changed in place.
+_SHARED = frozenset({"job_runs", "run_indexes", "ids"})
 
 
 class IdTaken(ValueError):
@@ -132,8 +155,10 @@ class Area:
 class Store:
     """The platform's state for one app: entities, rules, seeded sources and a lock.
 
-    `documents` are the fixture documents (already checked) of the initial world; `reset()`
-    rebuilds the world from them and the seed, so a reset world is the same as a fresh one.
+    `documents` are the fixture documents (already checked) of the initial world. The world
+    they build is kept as a snapshot, and `reset()` restores it (copies of its containers;
+    see `World.copy`) without reading or applying a document again, so a reset takes
+    milliseconds whatever the size of the world, and the reset world is the fresh one.
     """
 
     def __init__(
@@ -168,40 +193,61 @@ class Store:
         self.gateway: Gateway = Gateway(self)
         self.world = World()
         self.sources = Sources(seed)
+        # The initial world of the current seed, as built: what `reset()` restores.
+        self._snapshot: tuple[World, SourcesState] | None = None
         self.reset()
 
     def reset(self, seed: int | None = None, extra: Iterable[Fixture] = ()) -> None:
-        """Rebuild the world from scratch: the initial documents (then `extra` ones), with
-        the seed (a new one if given). Documents loaded since are dropped."""
+        """Back to the initial world: restored from its snapshot, or, with a new seed or
+        `extra` documents, built anew from the initial documents (then the extra ones).
+        Documents loaded since are dropped. Each reset makes a new world, which draws its
+        personal access token ids from a stream of its own."""
+        extra = list(extra)
+        with self.lock:
+            if seed is None and not extra and self._snapshot is not None:
+                self.generation += 1
+                world, sources = self._snapshot
+                self.world = world.copy()
+                self.sources = Sources.restored(sources, self.sources.faker, self.generation)
+                return
+            self._rebuild(seed, extra)
+
+    def _rebuild(self, seed: int | None, extra: list[Fixture]) -> None:
         from mock_server.auth import Signer, default_key
         from mock_server.fixtures import apply_document
 
-        with self.lock:
-            before = (self.seed, self.world, self.sources, self.signer)
-            if seed is not None:
-                self.seed = seed
-                # Keys follow the seed, as `platform-mock token --seed N` derives them.
-                self.signer = Signer(self._signing_key or default_key(seed))
-            self.generation += 1
-            self.sources = Sources(self.seed, faker=self.sources.faker, generation=self.generation)
-            self.world = World()
-            try:
-                for document in [*self.initial_documents, *extra]:
-                    apply_document(self, document)
-            except BaseException:  # an extra document that cannot enter: the world as it was
-                self.seed, self.world, self.sources, self.signer = before
-                raise
+        before = (self.seed, self.world, self.sources, self.signer, self._snapshot)
+        if seed is not None:
+            self.seed = seed
+            # Keys follow the seed, as `platform-mock token --seed N` derives them.
+            self.signer = Signer(self._signing_key or default_key(seed))
+        self.generation += 1
+        self.sources = Sources(self.seed, faker=self.sources.faker, generation=self.generation)
+        self.world = World()
+        try:
+            for document in self.initial_documents:
+                apply_document(self, document)
+            if seed is not None or self._snapshot is None:
+                self.jobs.build_indexes()
+                self._snapshot = (self.world.copy(), self.sources.snapshot())
+            for document in extra:
+                apply_document(self, document)
+        except BaseException:  # an extra document that cannot enter: the world as it was
+            self.seed, self.world, self.sources, self.signer, self._snapshot = before
+            raise
 
     def load(self, document: Fixture) -> None:
         """Apply one more fixture document to the current world, whole or not at all."""
         from mock_server.fixtures import apply_document
 
         with self.lock:
-            before = copy.deepcopy((self.world, self.sources))
+            before = (self.world.copy(), self.sources.snapshot())
             try:
                 apply_document(self, document)
             except BaseException:
-                self.world, self.sources = before
+                world, sources = before
+                self.world = world
+                self.sources = Sources.restored(sources, self.sources.faker)
                 raise
 
     def tick(self) -> None:

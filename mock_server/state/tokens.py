@@ -6,8 +6,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mock_server import errors
-from mock_server.state.entities import Caller, PersonalAccessToken
-from mock_server.state.sources import iso
+from mock_server.state.entities import Caller, IssuedToken, PersonalAccessToken
+from mock_server.state.identity import reference
+from mock_server.state.sources import iso, world_time
 from mock_server.state.store import Area, locked
 
 # Ten years: long enough that a client checking expiry against the wall clock never sees
@@ -28,13 +29,13 @@ class Tokens(Area):
         token_id: str | None = None,
         jwt_id: str | None = None,
         created_at: datetime | None = None,
-    ) -> dict[str, Any]:
+    ) -> IssuedToken:
         """The caller's token named `name`, created with a fresh value when absent.
 
         The keyword arguments keep ids and time given by a fixture (e.g. a state dump)."""
         existing = self.world.tokens.get((caller.subject_id, name))
         if existing is not None:
-            return self._response(existing, created=False)
+            return self._issued(existing, created=False)
         identity = self.store.identity
         owner = identity.caller_subject(caller)
         if team_name is not None and team_name not in {
@@ -52,91 +53,35 @@ class Tokens(Area):
             )
         self.store.tick()
         now = created_at or self.sources.clock.now()
-        expiry = now + TOKEN_LIFETIME
         holder = f"personal access token {name!r} of {owner.type} {owner.name!r}"
         token_id = self.new_id(holder, token_id, "pat")
         jwt_id = self.claim_id(
             f"the JWT of {holder}", jwt_id, lambda: self.sources.new_token_id("jti")
         )
-        tenant = identity.tenant
-        # The platform's SDK requires `team` whenever `ownedBy` is present: a token made
-        # without teamName has no owner object at all.
-        owned_by = {"ownedBy": {"team": team_name, "account": tenant.name}} if team_name else {}
-        record = {
-            "id": token_id,
-            "type": "personal-access-token",
-            "tenantName": tenant.name,
-            "accountId": tenant.id,
-            "jwtId": jwt_id,
-            "createdBy": owner.slug,
-            "nextScheduledRotation": None,
-            "createdBySubject": owner.reference(),
-            "createdAt": iso(now),
-            "updatedAt": iso(now),
-            "lastAccessedAt": None,
-            "isExpired": False,
-            "manifest": {
-                "name": name,
-                "type": "virtual-account",
-                "permissions": [],
-                "expiration_date": iso(expiry),
-                **owned_by,
-                "tags": {},
-                "token_type": "jwt",
-            },
-            "jwts": [
-                {
-                    "id": jwt_id,
-                    "subjectType": owner.type,
-                    "subjectId": owner.id,
-                    "expiry": iso(expiry),
-                    "tokenType": "jwt",
-                    "createdAt": iso(now),
-                    "updatedAt": iso(now),
-                    "metadata": {},
-                }
-            ],
-            "metadata": {},
-            "roleIds": [],
-            "rolesWithResource": [],
-        }
+        expiry = now + TOKEN_LIFETIME
         value = self.store.signer.mint(owner, issued_at=now, expires_at=expiry, jwt_id=jwt_id)
-        token = PersonalAccessToken(owner.type, owner.id, name, record, value, jwt_id)
+        token = PersonalAccessToken(
+            id=token_id,
+            owner=owner,
+            name=name,
+            team_name=team_name,
+            tenant=identity.tenant,
+            created_at=now,
+            expires_at=expiry,
+            token=value,
+            jwt_id=jwt_id,
+        )
         self.world.tokens[(owner.id, name)] = token
-        return self._response(token, created=True)
+        return self._issued(token, created=True)
 
-    def _response(self, token: PersonalAccessToken, *, created: bool) -> dict[str, Any]:
-        """The token as the API shows it. A token acts with its owner's grants, so the
-        permissions and roles are those the owner holds now, not at creation."""
+    def _issued(self, token: PersonalAccessToken, *, created: bool) -> IssuedToken:
         world = self.world
         grants = [
             (grant, world.resources[(grant.resource_type, grant.resource_id)])
             for grant in world.grants
-            if (grant.subject_type, grant.subject_id) == (token.owner_type, token.owner_id)
+            if (grant.subject_type, grant.subject_id) == (token.owner.type, token.owner.id)
         ]
-        expiry = token.record["jwts"][0]["expiry"]
-        record = {
-            **token.record,
-            "isExpired": expiry <= iso(self.sources.clock.now()),
-            "manifest": {
-                **token.record["manifest"],
-                "permissions": [
-                    {"resource_fqn": r.fqn, "resource_type": r.type, "role_id": g.role}
-                    for g, r in grants
-                ],
-            },
-            "roleIds": sorted({g.role for g, _ in grants}),
-            "rolesWithResource": [
-                {
-                    "roleId": g.role,
-                    "resourceType": g.resource_type,
-                    "resourceId": g.resource_id,
-                    "roleName": g.role,
-                }
-                for g, _ in grants
-            ],
-        }
-        return {"data": record, "token": token.token, "created": created}
+        return IssuedToken(token, grants, self.sources.clock.now(), created)
 
     @locked
     def live(self, jwt_id: str, owner_id: str) -> PersonalAccessToken | None:
@@ -150,8 +95,42 @@ class Tokens(Area):
     @locked
     def touch(self, token: PersonalAccessToken) -> None:
         """Record that a token authenticated a request."""
-        token.record["lastAccessedAt"] = iso(self.sources.clock.now())
+        token.last_accessed_at = self.sources.clock.now()
 
     @locked
     def revoke(self, owner_id: str, name: str) -> None:
         self.world.tokens[(owner_id, name)].revoked = True
+
+    # -- fixtures: this area's section, read and written side by side -------------------
+    def load_token(self, r: dict) -> None:
+        caller = self.store.identity.subject_by_reference(r["owner"]).caller()
+        created_at, last_accessed_at = r.get("createdAt"), r.get("lastAccessedAt")
+        issued = self.get_or_create(
+            caller,
+            r["name"],
+            r.get("teamName"),
+            token_id=r.get("id"),
+            jwt_id=r.get("jwtId"),
+            created_at=None if created_at is None else world_time(created_at),
+        )
+        token = issued.token
+        token.last_accessed_at = None if last_accessed_at is None else world_time(last_accessed_at)
+        token.revoked = r.get("revoked", False)
+
+    def dump(self) -> dict[str, Any]:
+        """This area's fixture section, `personalAccessTokens`."""
+        return {
+            "personalAccessTokens": [
+                {
+                    "owner": reference(t.owner),
+                    "name": t.name,
+                    **({"teamName": t.team_name} if t.team_name else {}),
+                    "id": t.id,
+                    "jwtId": t.jwt_id,
+                    "createdAt": iso(t.created_at),
+                    **({"lastAccessedAt": iso(t.last_accessed_at)} if t.last_accessed_at else {}),
+                    **({"revoked": True} if t.revoked else {}),
+                }
+                for t in self.world.tokens.values()
+            ]
+        }

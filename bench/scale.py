@@ -1,0 +1,238 @@
+"""Worlds at scale: how the mock serves a fixture file of 100,000 written-out job runs.
+
+Writes a fixture file with one job of `--runs` runs (YAML flow mappings, as people write
+them) to a temporary folder, starts `platform-mock serve` on it in a fresh process and
+measures, over loopback HTTP:
+
+- load: from the start of the process to the first 200 of the job's runs;
+- peak RSS of the server process (VmHWM) once loaded, and once everything below has run;
+- reset p50 (`POST /__admin/reset`, 20 times);
+- a filtered, sorted page p50 (`?limit=20&status=FAILED&status=RUNNING&sortBy=duration`);
+- dump: `GET /__admin/state`, and its size;
+- load back: that dump posted to `POST /__admin/fixtures` of a second server started
+  without default fixtures, and whether it then dumps the same state.
+
+Run as `python bench/scale.py [--runs 100000]`; `measure(runs)` returns the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB_ID = "app-scale-big-job"
+RUNS_PATH = f"/api/svc/v1/jobs/{JOB_ID}/runs"
+PAGE_PATH = RUNS_PATH + "?limit=20&status=FAILED&status=RUNNING&sortBy=duration"
+STATUSES = (
+    "CREATED",
+    "SCHEDULED",
+    "RUNNING",
+    "FINISHED",
+    "FAILED",
+    "TERMINATION_REQUESTED",
+    "TERMINATING",
+    "TERMINATED",
+    "UNKNOWN",
+)
+ENDED = {"FINISHED", "FAILED", "TERMINATED"}
+# (key, what is measured, target (lower is better; None: no target), unit)
+TARGETS = (
+    ("load_s", "load to first 200", 3.0, "s"),
+    ("load_rss_mb", "peak RSS of the load", 300.0, "MB"),
+    ("reset_p50_ms", "reset p50", 50.0, "ms"),
+    ("page_p50_ms", "filtered sorted page p50", 20.0, "ms"),
+    ("dump_s", "dump (GET /__admin/state)", None, "s"),
+    ("load_back_s", "dump loaded back (POST /__admin/fixtures)", None, "s"),
+)
+
+
+def write_fixture(path: Path, runs: int) -> None:
+    """A job of the default world's workspace with `runs` runs, written out one a line."""
+    rng = random.Random(1)
+    lines = [
+        "applications:",
+        "  - name: big-job",
+        f"    id: {JOB_ID}",
+        "    type: job",
+        "    workspace: ml-team",
+        "    deployments:",
+        "      - manifest:",
+        '          image: {type: image, image_uri: "registry.acme.example/big:1"}',
+        "          trigger: {type: manual}",
+        "          resources: {cpu_request: 1, cpu_limit: 2, memory_request: 2000,"
+        " memory_limit: 4000}",
+        "    runs:",
+    ]
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    users = ("alice@acme.example", "bob@acme.example")
+    for _ in range(runs):
+        status = rng.choice(STATUSES)
+        start += timedelta(seconds=rng.randint(30, 300))
+        duration = f", durationSeconds: {rng.randint(5, 7200)}" if status in ENDED else ""
+        lines.append(
+            f'      - {{status: {status}, createdAt: "{start:%Y-%m-%dT%H:%M:%SZ}"{duration},'
+            f" triggeredBy: {rng.choice(users)}}}"
+        )
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _token(*options: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "mock_server", "token", *options],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.strip()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class _Server:
+    def __init__(self, *options: str):
+        self.port = _free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mock_server", "serve", "--port", str(self.port), *options],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
+
+    def request(
+        self, method: str, path: str, token: str, body: bytes | None = None, timeout: float = 120
+    ) -> tuple[int, bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        headers = {"Authorization": f"Bearer {token}"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            return response.status, response.read()
+        finally:
+            connection.close()
+
+    def wait(self, path: str, token: str, timeout: float = 300) -> None:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            try:
+                if self.request("GET", path, token, timeout=5)[0] == 200:
+                    return
+            except OSError:
+                pass
+            if self.process.poll() is not None:
+                raise RuntimeError("the server exited before it answered")
+            time.sleep(0.01)
+        raise RuntimeError(f"no 200 from {path} within {timeout} s")
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def _timed(call: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = call()
+    return time.perf_counter() - started, result
+
+
+def _p50_ms(call: Any, times: int) -> float:
+    return statistics.median(_timed(call)[0] * 1000 for _ in range(times))
+
+
+def measure(runs: int = 100_000) -> dict[str, Any]:
+    """The numbers of one world of `runs` written-out runs, each server in a fresh process."""
+    user, admin = _token(), _token("--admin")
+    empty_admin = _token("--admin", "--no-default-fixtures")
+    with tempfile.TemporaryDirectory() as folder:
+        fixture = Path(folder) / "runs.yaml"
+        write_fixture(fixture, runs)
+        results: dict[str, Any] = {"runs": runs, "fixture_mb": fixture.stat().st_size / 1e6}
+        started = time.perf_counter()
+        server = _Server("--fixtures", str(fixture))
+        try:
+            server.wait(RUNS_PATH + "?limit=1", user)
+            results["load_s"] = time.perf_counter() - started
+            results["load_rss_mb"] = server.peak_rss_mb()
+
+            def reset() -> None:
+                assert server.request("POST", "/__admin/reset", admin)[0] == 200
+
+            results["reset_p50_ms"] = _p50_ms(reset, 20)
+
+            def page() -> None:
+                assert server.request("GET", PAGE_PATH, user)[0] == 200
+
+            page()  # the first page of a sort order builds it
+            results["page_p50_ms"] = _p50_ms(page, 50)
+            results["dump_s"], (status, dump) = _timed(
+                lambda: server.request("GET", "/__admin/state", admin)
+            )
+            assert status == 200
+            results["dump_mb"] = len(dump) / 1e6
+            results["peak_rss_mb"] = server.peak_rss_mb()
+        finally:
+            server.stop()
+    other = _Server("--no-default-fixtures")
+    try:
+        other.wait("/__admin/journal", empty_admin)
+        results["load_back_s"], (status, body) = _timed(
+            lambda: other.request("POST", "/__admin/fixtures", empty_admin, dump)
+        )
+        assert status == 200, body[:500]
+        reloaded = other.request("GET", "/__admin/state", empty_admin)[1]
+        results["load_back_equal"] = json.loads(reloaded) == json.loads(dump)
+    finally:
+        other.stop()
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    rows = [f"{results['runs']:,} runs ({results['fixture_mb']:.1f} MB of YAML)"]
+    for key, what, target, unit in TARGETS:
+        value = results[key]
+        verdict = "" if target is None else ("met" if value < target else "NOT MET")
+        aim = "" if target is None else f"< {target:g} {unit}"
+        rows.append(f"  {what:<42} {value:>9.2f} {unit:<3} {aim:<11} {verdict}")
+    rows.append(
+        f"  peak RSS after the dump too: {results['peak_rss_mb']:.0f} MB; dump size "
+        f"{results['dump_mb']:.1f} MB; loaded back equal: {results['load_back_equal']}"
+    )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    args = parser.parse_args()
+    print(table(measure(args.runs)))
+
+
+if __name__ == "__main__":
+    main()
