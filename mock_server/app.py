@@ -17,6 +17,7 @@ from mock_server import contract, fixtures
 from mock_server.auth import Authenticator
 from mock_server.faults import Faults
 from mock_server.http import build_connexion_app, journaled
+from mock_server.http.request_log import logged
 from mock_server.journal import DEFAULT_BUDGET, Journal
 from mock_server.report import ContractReport
 from mock_server.state import Store
@@ -68,7 +69,7 @@ class PlatformMock:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["type"] == "http" and self.is_platform_path(scope["path"]):
             return await journaled(self.app, self.journal, scope, receive, send)
-        await self.app(scope, receive, send)
+        await logged(self.app, scope, receive, send)
         return None
 
     def is_platform_path(self, path: str) -> bool:

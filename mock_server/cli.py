@@ -32,6 +32,7 @@ from mock_server.app import (  # noqa: E402
     PlatformMock,
 )
 from mock_server.fixtures import FixtureError  # noqa: E402
+from mock_server.http import request_log  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
 from mock_server.server import bind, uvicorn_config  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
@@ -109,6 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )
     serve.add_argument(
+        "--log-format",
+        default="text",
+        metavar="{" + ",".join(request_log.FORMATS) + "}",
+        help="the request log as text (coloured on a terminal unless NO_COLOR is set) or as "
+        "one JSON object per line (default text)",
+    )
+    serve.add_argument(
+        "--quiet", action="store_true", help="no request log (start-up and shutdown still print)"
+    )
+    serve.add_argument(
         "--report",
         metavar="PATH",
         help="on shutdown, write the contract report as JSON to PATH and a summary beside it",
@@ -175,6 +186,9 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
     problem = None if report is None else _report_problem(report)
     if problem:
         return EXIT_USAGE, f"--report {report!r}: {problem}"
+    log_format = getattr(args, "log_format", None)
+    if log_format is not None and log_format not in request_log.FORMATS:
+        return EXIT_USAGE, f"--log-format {log_format!r}: one of {', '.join(request_log.FORMATS)}"
     return None
 
 
@@ -290,6 +304,8 @@ def serve(args: argparse.Namespace) -> int:
             f"  warning: listening on {args.host}, reachable from other machines", file=sys.stderr
         )
     sys.stdout.flush()
+    if not args.quiet:
+        request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
     config = uvicorn_config(mock, log_level=args.log_level)
     _Server(config).run(sockets=[sock])
     return _finish(mock, args)

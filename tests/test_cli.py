@@ -200,6 +200,20 @@ def test_malformed_gateway_prefix_exits_2_with_one_line(prefix: str):
     )
 
 
+@pytest.mark.parametrize(
+    "log_format",
+    [
+        pytest.param("xml", id="xml"),
+        pytest.param("JSON", id="upper-case"),
+        pytest.param("", id="empty"),
+    ],
+)
+def test_unknown_log_format_exits_2_with_one_line(log_format: str):
+    status, line = refused("--port", "0", "--log-format", log_format)
+    assert status == 2
+    assert line == f"platform-mock: --log-format {log_format!r}: one of text, json"
+
+
 def test_report_path_whose_summary_is_itself_exits_2_with_one_line(tmp_path: Path):
     report = tmp_path / "report.txt"
     status, line = refused("--port", "0", "--report", str(report))
