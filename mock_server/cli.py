@@ -35,6 +35,7 @@ from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
 from mock_server.server import bind, uvicorn_config  # noqa: E402
+from mock_server.state import Store  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
 
 EXIT_VIOLATIONS = 1
@@ -294,6 +295,8 @@ def serve(args: argparse.Namespace) -> int:
     base = f"http://{shown}:{port}"
     gateway = f"{base}{mock.gateway_prefix}"
     print(f"platform-mock {__version__} (seed {args.seed})")
+    print(f"  fixtures:      {_fixture_files(args)}")
+    print(f"  world:         {_world_summary(mock.store)}")
     print(f"  control plane: {base}{CONTROL_PLANE_PREFIX}")
     print(f"  gateway:       {gateway}")
     print(f"  API docs:      {base}/docs/  and  {gateway}/docs/")
@@ -309,6 +312,33 @@ def serve(args: argparse.Namespace) -> int:
     config = uvicorn_config(mock, log_level=args.log_level)
     _Server(config).run(sockets=[sock])
     return _finish(mock, args)
+
+
+def _fixture_files(args: argparse.Namespace) -> str:
+    """The fixture files of the world, in the order they are loaded."""
+    files = [] if args.no_default_fixtures else ["the bundled defaults"]
+    files += args.fixtures
+    return ", ".join(files) or "none (an empty world)"
+
+
+def world_counts(store: Store) -> dict[str, int]:
+    """How many of each kind of entity the world holds, by the name the banner gives it."""
+    world = store.world
+    return {
+        "users": sum(1 for type_, _ in world.subjects if type_ == "user"),
+        "teams": sum(1 for type_, _ in world.subjects if type_ == "team"),
+        "applications": len(world.applications),
+        "runs": sum(len(runs) for runs in world.job_runs.values()),
+        "secret groups": len(world.secret_groups),
+        "model responses": len(world.model_responses),
+    }
+
+
+def _world_summary(store: Store) -> str:
+    return ", ".join(
+        f"{count} {name.removesuffix('s') if count == 1 else name}"
+        for name, count in world_counts(store).items()
+    )
 
 
 def _finish(mock: PlatformMock, args: argparse.Namespace) -> int:
