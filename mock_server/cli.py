@@ -33,6 +33,7 @@ from mock_server.app import (  # noqa: E402
 )
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
+from mock_server.http.cors import origin_problem  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
 from mock_server.server import bind, uvicorn_config  # noqa: E402
 from mock_server.state import Store  # noqa: E402
@@ -121,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="no request log (start-up and shutdown still print)"
     )
     serve.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let browser scripts from ORIGIN (such as http://localhost:3000, or * for any) "
+        "call the mock: answer preflights and add CORS headers (repeatable; default off)",
+    )
+    serve.add_argument(
         "--report",
         metavar="PATH",
         help="on shutdown, write the contract report as JSON to PATH and a summary beside it",
@@ -158,6 +167,7 @@ def _config(args: argparse.Namespace) -> MockConfig:
         default_fixtures=not args.no_default_fixtures,
         gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
         journal_budget=getattr(args, "journal_budget", DEFAULT_BUDGET),
+        cors=getattr(args, "cors", []),
     )
 
 
@@ -190,6 +200,10 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
     log_format = getattr(args, "log_format", None)
     if log_format is not None and log_format not in request_log.FORMATS:
         return EXIT_USAGE, f"--log-format {log_format!r}: one of {', '.join(request_log.FORMATS)}"
+    for origin in getattr(args, "cors", []):
+        problem = origin_problem(origin)
+        if problem:
+            return EXIT_USAGE, f"--cors {origin!r}: {problem}"
     return None
 
 
@@ -300,6 +314,8 @@ def serve(args: argparse.Namespace) -> int:
     print(f"  control plane: {base}{CONTROL_PLANE_PREFIX}")
     print(f"  gateway:       {gateway}")
     print(f"  API docs:      {base}/docs/  and  {gateway}/docs/")
+    if args.cors:
+        print(f"  CORS origins:  {', '.join(args.cors)}")
     print(f"  token:         {_user_token(mock) or NO_USER}")
     print(f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}/__admin)")
     if not _is_loopback(args.host):

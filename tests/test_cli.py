@@ -412,6 +412,41 @@ def test_token_command_for_an_unknown_subject_exits_2_with_one_line():
     assert result.stderr == "platform-mock: no user named 'nobody@acme.example' in this world\n"
 
 
+def test_cors_option_answers_preflights_from_its_origins():
+    process, urls = start("--port", "0", "--cors", "http://localhost:3000", "--cors", "*")
+    try:
+        response = httpx.options(
+            urls["control"] + "/personal-access-tokens/ci",
+            headers={"Origin": "https://other.example", "Access-Control-Request-Method": "GET"},
+        )
+        assert response.status_code == 200
+        assert response.headers["access-control-allow-origin"] == "*"
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize(
+    ("origin", "problem"),
+    [
+        pytest.param(
+            "localhost:3000",
+            "an origin is http(s)://host[:port], such as http://localhost:3000, or *",
+            id="no-scheme",
+        ),
+        pytest.param(
+            "http://localhost:3000/",
+            "an origin has no path, query or user: only http(s)://host[:port]",
+            id="trailing-slash",
+        ),
+    ],
+)
+def test_cors_origin_no_browser_sends_exits_2_with_one_line(origin: str, problem: str):
+    status, line = refused("--port", "0", "--cors", origin)
+    assert status == 2
+    assert line == f"platform-mock: --cors {origin!r}: {problem}"
+
+
 def test_journal_budget_option_sets_the_journals_byte_budget():
     process, urls = start("--port", "0", "--journal-budget", "1")
     try:
