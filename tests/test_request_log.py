@@ -236,3 +236,18 @@ def test_no_color_keeps_a_terminal_plain(value: str):
     (line,) = request_lines(output)
     assert " 200 getOrCreatePersonalAccessToken " in line
     assert not ANSI.search(line)
+
+
+def test_serve_with_output_to_the_null_device_logs_nothing(tmp_path):
+    """A benchmark sends the output to /dev/null, where no line would be read: no handler
+    is set up, while one is for a file."""
+    script = (
+        "import sys; from mock_server.http import request_log as r; "
+        "r.configure(sys.stdout); print(bool(r.logger.handlers), file=sys.stderr)"
+    )
+    command = [sys.executable, "-c", script]
+    with open(os.devnull, "w") as null:
+        to_null = subprocess.run(command, stdout=null, stderr=subprocess.PIPE, text=True)
+    with open(tmp_path / "log", "w") as file:
+        to_file = subprocess.run(command, stdout=file, stderr=subprocess.PIPE, text=True)
+    assert (to_null.stderr, to_file.stderr) == ("False\n", "True\n")
