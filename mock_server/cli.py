@@ -109,7 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
     )
     serve.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="uvicorn's log level; debug also logs the admin API's and the docs' requests, "
+        "and uvicorn's access lines (default warning)",
     )
     serve.add_argument(
         "--log-format",

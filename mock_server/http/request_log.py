@@ -7,7 +7,7 @@ and the fault rule that answered, if one did. Other requests (the admin API, the
 logged at DEBUG. Nothing is formatted unless a handler would take the record: a mock with
 no handler configured (the pytest plugin, `BackgroundServer`) pays one level check per
 request. `configure` sets up the handler the command uses, as text (coloured on a
-terminal unless `NO_COLOR` is set) or as JSON lines.
+terminal unless `NO_COLOR` is set) or as JSON lines, and none for the null device.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from mock_server.journal import Entry
 LOGGER_NAME = "platform_mock.requests"
 logger = logging.getLogger(LOGGER_NAME)
 FORMATS = ("text", "json")
-# Where Connexion's security leaves `token_info`: its `ConnexionRequest.context`, the same
-# key as `mock_server.http.app.CONNEXION_CONTEXT` (which imports this module's importer).
+# Where Connexion's security leaves `token_info` (its `ConnexionRequest.context`). The same
+# key as `mock_server.http.app.CONNEXION_CONTEXT`, which cannot be imported from here: that
+# module imports `middleware`, which imports this one.
 CONNEXION_CONTEXT = "connexion_context"
 UNAUTHENTICATED = "-"
 
