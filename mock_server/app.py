@@ -17,6 +17,8 @@ from mock_server import contract, fixtures
 from mock_server.auth import Authenticator
 from mock_server.faults import Faults
 from mock_server.http import build_connexion_app, journaled
+from mock_server.http.cors import Cors
+from mock_server.http.request_log import logged
 from mock_server.journal import DEFAULT_BUDGET, Journal
 from mock_server.report import ContractReport
 from mock_server.state import Store
@@ -36,6 +38,7 @@ class MockConfig:
     gateway_prefix: str = "/gateway"
     signing_key: str | None = None
     journal_budget: int = DEFAULT_BUDGET  # bytes the request journal may hold
+    cors: list[str] = field(default_factory=list)  # origins browsers may call from; "*": any
 
 
 class PlatformMock:
@@ -57,6 +60,9 @@ class PlatformMock:
         self._gateway_docs = f"{self.gateway_prefix}/docs"
         self.admin_prefix = ADMIN_PREFIX
         self.app = build_connexion_app(self)
+        # Outermost, so that every answer carries the CORS headers, errors included, and a
+        # preflight is answered without being journaled as a request of the contract.
+        self._outer: Any = Cors(self._serve, self.config.cors) if self.config.cors else self._serve
 
     def reset(self, seed: int | None = None, extra: Iterable[fixtures.Fixture] = ()) -> None:
         """Back to the initial world (with another seed, or extra fixture documents, if
@@ -66,9 +72,12 @@ class PlatformMock:
         self.faults.clear()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
+        return await self._outer(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["type"] == "http" and self.is_platform_path(scope["path"]):
             return await journaled(self.app, self.journal, scope, receive, send)
-        await self.app(scope, receive, send)
+        await logged(self.app, scope, receive, send)
         return None
 
     def is_platform_path(self, path: str) -> bool:

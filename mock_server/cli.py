@@ -32,8 +32,11 @@ from mock_server.app import (  # noqa: E402
     PlatformMock,
 )
 from mock_server.fixtures import FixtureError  # noqa: E402
+from mock_server.http import request_log  # noqa: E402
+from mock_server.http.cors import origin_problem  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
 from mock_server.server import bind, uvicorn_config  # noqa: E402
+from mock_server.state import Store  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
 
 EXIT_VIOLATIONS = 1
@@ -106,7 +109,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
     )
     serve.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="uvicorn's log level; debug also logs the admin API's and the docs' requests, "
+        "and uvicorn's access lines (default warning)",
+    )
+    serve.add_argument(
+        "--log-format",
+        default="text",
+        metavar="{" + ",".join(request_log.FORMATS) + "}",
+        help="the request log as text (coloured on a terminal unless NO_COLOR is set) or as "
+        "one JSON object per line (default text)",
+    )
+    serve.add_argument(
+        "--quiet", action="store_true", help="no request log (start-up and shutdown still print)"
+    )
+    serve.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let browser scripts from ORIGIN (such as http://localhost:3000, or * for any) "
+        "call the mock: answer preflights and add CORS headers (repeatable; default off)",
     )
     serve.add_argument(
         "--report",
@@ -146,6 +171,7 @@ def _config(args: argparse.Namespace) -> MockConfig:
         default_fixtures=not args.no_default_fixtures,
         gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
         journal_budget=getattr(args, "journal_budget", DEFAULT_BUDGET),
+        cors=getattr(args, "cors", []),
     )
 
 
@@ -175,6 +201,13 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
     problem = None if report is None else _report_problem(report)
     if problem:
         return EXIT_USAGE, f"--report {report!r}: {problem}"
+    log_format = getattr(args, "log_format", None)
+    if log_format is not None and log_format not in request_log.FORMATS:
+        return EXIT_USAGE, f"--log-format {log_format!r}: one of {', '.join(request_log.FORMATS)}"
+    for origin in getattr(args, "cors", []):
+        problem = origin_problem(origin)
+        if problem:
+            return EXIT_USAGE, f"--cors {origin!r}: {problem}"
     return None
 
 
@@ -280,9 +313,13 @@ def serve(args: argparse.Namespace) -> int:
     base = f"http://{shown}:{port}"
     gateway = f"{base}{mock.gateway_prefix}"
     print(f"platform-mock {__version__} (seed {args.seed})")
+    print(f"  fixtures:      {_fixture_files(args)}")
+    print(f"  world:         {_world_summary(mock.store)}")
     print(f"  control plane: {base}{CONTROL_PLANE_PREFIX}")
     print(f"  gateway:       {gateway}")
     print(f"  API docs:      {base}/docs/  and  {gateway}/docs/")
+    if args.cors:
+        print(f"  CORS origins:  {', '.join(args.cors)}")
     print(f"  token:         {_user_token(mock) or NO_USER}")
     print(f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}/__admin)")
     if not _is_loopback(args.host):
@@ -290,9 +327,38 @@ def serve(args: argparse.Namespace) -> int:
             f"  warning: listening on {args.host}, reachable from other machines", file=sys.stderr
         )
     sys.stdout.flush()
+    if not args.quiet:
+        request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
     config = uvicorn_config(mock, log_level=args.log_level)
     _Server(config).run(sockets=[sock])
     return _finish(mock, args)
+
+
+def _fixture_files(args: argparse.Namespace) -> str:
+    """The fixture files of the world, in the order they are loaded."""
+    files = [] if args.no_default_fixtures else ["the bundled defaults"]
+    files += args.fixtures
+    return ", ".join(files) or "none (an empty world)"
+
+
+def world_counts(store: Store) -> dict[str, int]:
+    """How many of each kind of entity the world holds, by the name the banner gives it."""
+    world = store.world
+    return {
+        "users": sum(1 for type_, _ in world.subjects if type_ == "user"),
+        "teams": sum(1 for type_, _ in world.subjects if type_ == "team"),
+        "applications": len(world.applications),
+        "runs": sum(len(runs) for runs in world.job_runs.values()),
+        "secret groups": len(world.secret_groups),
+        "model responses": len(world.model_responses),
+    }
+
+
+def _world_summary(store: Store) -> str:
+    return ", ".join(
+        f"{count} {name.removesuffix('s') if count == 1 else name}"
+        for name, count in world_counts(store).items()
+    )
 
 
 def _finish(mock: PlatformMock, args: argparse.Namespace) -> int:

@@ -114,7 +114,8 @@ def uvicorn_config(
         http=PlatformHttpProtocol,
         log_level=log_level,
         lifespan="off",
-        access_log=log_level in ("debug", "info"),
+        # The request log (`mock_server.http.request_log`) says more; uvicorn's only at debug.
+        access_log=log_level == "debug",
         **options,
     )
     # After the Config, which sets up uvicorn's loggers; a logger keeps one copy of a filter.

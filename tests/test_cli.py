@@ -14,6 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mock_server import PlatformMock
+from mock_server.cli import world_counts
+
 SERVE_OUTPUT = re.compile(
     r"control plane: (?P<control>\S+).*gateway:\s+(?P<gateway>\S+).*"
     r"API docs:\s+(?P<docs>\S+).*\n  token:\s+(?P<token>\S+).*admin token:\s+(?P<admin>\S+)",
@@ -53,6 +56,61 @@ def test_serve_prints_urls_on_a_free_port(served):
     _, urls = served
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/api/svc/v1", urls["control"])
     assert not urls["control"].startswith("http://127.0.0.1:0/")
+
+
+def banner(*args: str) -> str:
+    """What `serve ARGS` prints before it is ready."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mock_server", "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    try:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Press Ctrl-C"):
+                break
+        return "".join(lines)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_banner_counts_the_default_world():
+    """The same counts as the default world built in this process (whose exact numbers
+    belong to the default fixtures)."""
+    counts = world_counts(PlatformMock().store)
+    assert counts["users"] > 0 and counts["runs"] > 0
+    printed = banner()
+    assert "  fixtures:      the bundled defaults\n" in printed
+    expected = ", ".join(
+        f"{n} {name.removesuffix('s') if n == 1 else name}" for name, n in counts.items()
+    )
+    assert f"  world:         {expected}\n" in printed
+
+
+def test_banner_names_each_fixture_file_and_counts_what_it_added(tmp_path: Path):
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(
+        "tenant: acme\nusers:\n  - email: dana@acme.example\n"
+        "teams:\n  - name: solo\n    members: [dana@acme.example]\n"
+    )
+    printed = banner("--no-default-fixtures", "--fixtures", str(extra), "--seed", "7")
+    assert printed.startswith("platform-mock ") and "(seed 7)\n" in printed
+    assert f"  fixtures:      {extra}\n" in printed
+    assert (
+        "  world:         1 user, 1 team, 0 applications, 0 runs, 0 secret groups, "
+        "0 model responses\n"
+    ) in printed
+
+
+def test_banner_says_when_the_world_is_empty():
+    printed = banner("--no-default-fixtures")
+    assert "  fixtures:      none (an empty world)\n" in printed
+    assert "  world:         0 users, 0 teams, 0 applications, 0 runs," in printed
 
 
 def test_printed_token_authenticates(served):
@@ -200,6 +258,20 @@ def test_malformed_gateway_prefix_exits_2_with_one_line(prefix: str):
     )
 
 
+@pytest.mark.parametrize(
+    "log_format",
+    [
+        pytest.param("xml", id="xml"),
+        pytest.param("JSON", id="upper-case"),
+        pytest.param("", id="empty"),
+    ],
+)
+def test_unknown_log_format_exits_2_with_one_line(log_format: str):
+    status, line = refused("--port", "0", "--log-format", log_format)
+    assert status == 2
+    assert line == f"platform-mock: --log-format {log_format!r}: one of text, json"
+
+
 def test_report_path_whose_summary_is_itself_exits_2_with_one_line(tmp_path: Path):
     report = tmp_path / "report.txt"
     status, line = refused("--port", "0", "--report", str(report))
@@ -338,6 +410,41 @@ def test_token_command_for_an_unknown_subject_exits_2_with_one_line():
     )
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == "platform-mock: no user named 'nobody@acme.example' in this world\n"
+
+
+def test_cors_option_answers_preflights_from_its_origins():
+    process, urls = start("--port", "0", "--cors", "http://localhost:3000", "--cors", "*")
+    try:
+        response = httpx.options(
+            urls["control"] + "/personal-access-tokens/ci",
+            headers={"Origin": "https://other.example", "Access-Control-Request-Method": "GET"},
+        )
+        assert response.status_code == 200
+        assert response.headers["access-control-allow-origin"] == "*"
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize(
+    ("origin", "problem"),
+    [
+        pytest.param(
+            "localhost:3000",
+            "an origin is http(s)://host[:port], such as http://localhost:3000, or *",
+            id="no-scheme",
+        ),
+        pytest.param(
+            "http://localhost:3000/",
+            "an origin has no path, query or user: only http(s)://host[:port]",
+            id="trailing-slash",
+        ),
+    ],
+)
+def test_cors_origin_no_browser_sends_exits_2_with_one_line(origin: str, problem: str):
+    status, line = refused("--port", "0", "--cors", origin)
+    assert status == 2
+    assert line == f"platform-mock: --cors {origin!r}: {problem}"
 
 
 def test_journal_budget_option_sets_the_journals_byte_budget():

@@ -405,6 +405,18 @@ def test_error_table_in_the_spec_matches_the_error_classes():
     ]
 
 
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ("control-plane", "gateway")])
+def test_docs_lead_with_the_operations_and_fold_the_conventions(name: str):
+    """Swagger UI renders `info.description` above the operations: all but its opening
+    paragraph is in a collapsed `<details>` block, the error table included."""
+    description = spec(name)["info"]["description"]
+    opening, folded = description.split("<details>", 1)
+    assert len(opening.strip().splitlines()) <= 5
+    assert "## " not in opening and not TABLE_ROW.search(opening)
+    assert folded.rstrip().endswith("</details>")
+    assert "\n<summary>" in folded and "## Errors" in folded and TABLE_ROW.search(folded)
+
+
 def test_error_table_in_the_readme_matches_the_error_classes():
     table = TABLE_ROW.findall((ROOT / "README.md").read_text())
     assert [(int(s), int(c)) for s, c in table] == [

@@ -1,4 +1,4 @@
-"""The mock's own ASGI layers: journaling, path and route guards, routing, fault injection.
+"""The mock's own ASGI layers: journaling and logging, path and route guards, routing, faults.
 
 They talk to each other (and to the error handler) through a dict in the request scope's
 `extensions`, shared by every shallow copy Connexion makes of the scope: the route's path
@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server import errors
 from mock_server.faults import Faults
+from mock_server.http.request_log import log_entry
 from mock_server.journal import BODY_LIMIT, Entry, Journal, request_params
 
 NOTES = "platform_mock"
@@ -80,26 +81,26 @@ async def journaled(
         recorded = True
         headers = Headers(scope=scope)
         error = mine.get("error")
-        journal.record(
-            Entry(
-                seq=seq,
-                method=scope["method"],
-                path=scope["path"],
-                query=_query(scope),
-                path_params=dict(mine.get("path_params", {})),
-                headers={k: headers[k] for k in KEPT_HEADERS if k in headers},
-                raw_body=bytes(body),
-                operation_id=scope["extensions"].get(ROUTING_CONTEXT, {}).get("operation_id"),
-                status=None if mine.get("drop") else status,
-                code=error.code if error else None,
-                message=error.message if error else None,
-                details=error.details if error else [],
-                fault=mine.get("fault"),
-                test=label,
-                expected=expected,
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            )
+        entry = Entry(
+            seq=seq,
+            method=scope["method"],
+            path=scope["path"],
+            query=_query(scope),
+            path_params=dict(mine.get("path_params", {})),
+            headers={k: headers[k] for k in KEPT_HEADERS if k in headers},
+            raw_body=bytes(body),
+            operation_id=scope["extensions"].get(ROUTING_CONTEXT, {}).get("operation_id"),
+            status=None if mine.get("drop") else status,
+            code=error.code if error else None,
+            message=error.message if error else None,
+            details=error.details if error else [],
+            fault=mine.get("fault"),
+            test=label,
+            expected=expected,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
+        journal.record(entry)
+        log_entry(entry, scope)
 
     async def receive_() -> Message:
         message = await receive()

@@ -1,0 +1,79 @@
+"""CORS for browser clients: the origins allowed to call the mock, and the layer answering them.
+
+Off unless origins are given (`MockConfig.cors`). Starlette's CORSMiddleware decides the
+headers; this layer wraps the whole mock, so every response carries them, errors included
+(those of routing, authentication and validation are answered inside the mock). A
+preflight from an allowed origin is answered here, before the journal sees it: it is the
+browser's request, not the client's use of the contract. One from another origin is
+answered as without CORS (405, in the platform's error body, as any OPTIONS). This layer
+also hands on the mock's return value, which tells uvicorn to drop a connection (`DROP`),
+where Starlette's middleware would swallow it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+ANY_ORIGIN = "*"
+# Response headers a browser script may read besides the CORS-safelisted ones.
+EXPOSED_HEADERS = ("x-platform-mock-fault",)
+PREFLIGHT_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
+
+
+def origin_problem(origin: str) -> str | None:
+    """Why `origin` is not an origin a browser sends (`scheme://host[:port]`) nor `*`."""
+    if origin == ANY_ORIGIN:
+        return None
+    try:
+        parts = urlsplit(origin)
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        return f"not an origin: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "an origin is http(s)://host[:port], such as http://localhost:3000, or *"
+    if parts.path or parts.query or parts.fragment or parts.username or parts.password:
+        return "an origin has no path, query or user: only http(s)://host[:port]"
+    rebuilt = f"{parts.scheme}://{parts.netloc}"
+    if origin != rebuilt.lower():
+        return f"a browser sends an origin in lower case, as {rebuilt.lower()!r}"
+    return None
+
+
+class Cors:
+    """`app`, answering CORS preflights from `origins` (or any, with `*`) and adding the
+    CORS headers to every response to a request with an allowed `Origin`."""
+
+    def __init__(self, app: ASGIApp, origins: list[str]):
+        for origin in origins:
+            problem = origin_problem(origin)
+            if problem:
+                raise ValueError(f"CORS origin {origin!r}: {problem}")
+        self.app = app
+        self.policy = CORSMiddleware(
+            app,
+            allow_origins=origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=list(EXPOSED_HEADERS),
+            max_age=PREFLIGHT_MAX_AGE,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = Headers(scope=scope)
+        if "origin" not in headers:
+            return await self.app(scope, receive, send)
+        preflight = scope["method"] == "OPTIONS" and "access-control-request-method" in headers
+        if preflight and self.policy.is_allowed_origin(headers["origin"]):
+            await self.policy.preflight_response(request_headers=headers)(scope, receive, send)
+            return None
+        return await self.app(
+            scope, receive, functools.partial(self.policy.send, send=send, request_headers=headers)
+        )
