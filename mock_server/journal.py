@@ -75,8 +75,9 @@ class Entry:
 
     @property
     def violation(self) -> bool:
-        """Whether this request broke the contract."""
-        return self.code in VIOLATION_CODES
+        """Whether this request broke the contract (an error a fault rule injected says
+        nothing of the request)."""
+        return self.code in VIOLATION_CODES and self.fault is None
 
     @property
     def params(self) -> dict[str, Any]:

@@ -221,7 +221,7 @@ class MockHandle:
 @pytest.fixture
 def platform_mock(
     platform_mock_server: BackgroundServer, request: pytest.FixtureRequest
-) -> MockHandle:
+) -> Iterator[MockHandle]:
     """The session's mock, reset before this test: fresh world, empty journal, no faults."""
     mock = platform_mock_server.mock
     # Every platform_mock marker of the test, its class and its module: the closest wins
@@ -244,7 +244,8 @@ def platform_mock(
     # A test that breaks the contract on purpose (a client's own negative tests) says so:
     # its requests are reported apart, and fail neither the test nor the session.
     mock.journal.expecting = bool(options.get("expect_violations", False))
-    return MockHandle(platform_mock_server)
+    yield MockHandle(platform_mock_server)
+    mock.journal.expecting = False  # a test without the fixture breaks nothing on purpose
 
 
 def _report_path(config: pytest.Config) -> Path | None:

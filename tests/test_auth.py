@@ -147,6 +147,7 @@ def test_revoked_personal_access_token_is_401(anonymous, api, mock):
     assert_error(_get(anonymous, f"Bearer {issued['token']}"), 401, 40105)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_gateway_requires_a_token(anonymous, server):
     response = anonymous.get(
         f"{server.gateway_url}/responses/resp_0000000000000000000000000000demo"

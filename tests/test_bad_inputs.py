@@ -40,6 +40,9 @@ from mock_server.state import Store
 from mock_server.validation import MAX_BODY_BYTES
 from tests.conftest import CONTROL_PLANE, assert_error
 
+# Contract report: each row is a request the contract refuses, sent on purpose.
+pytestmark = pytest.mark.platform_mock(expect_violations=True)
+
 JSON = {"Content-Type": "application/json"}
 LATIN_1 = "application/json; charset=latin-1"
 KB10 = "a" * 10_000

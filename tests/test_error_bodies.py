@@ -19,6 +19,9 @@ from mock_server import catalog, contract
 from mock_server.validation import MAX_BODY_BYTES
 from tests.conftest import CONTROL_PLANE, assert_error
 
+# Contract report: each test sends a request the contract refuses, on purpose.
+pytestmark = pytest.mark.platform_mock(expect_violations=True)
+
 DEMO_RESPONSE = "resp_0000000000000000000000000000demo"
 
 

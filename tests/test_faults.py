@@ -455,6 +455,7 @@ def test_prefer_code_applies_to_that_request_only(call):
 # -- faults and the rest of the contract -------------------------------------------------------
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_fault_does_not_bypass_validation(api, mock, store):
     rule = mock.faults.add("listJobRuns", status=503, times=None)
     path = f"/jobs/{_job_id(store)}/runs"
@@ -465,6 +466,7 @@ def test_fault_does_not_bypass_validation(api, mock, store):
     assert_error(api.get(path), 503, 50301)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_fault_does_not_bypass_authentication(anonymous, mock, call):
     rule = mock.faults.add("getOrCreatePersonalAccessToken", status=503, times=None)
 
@@ -474,6 +476,7 @@ def test_fault_does_not_bypass_authentication(anonymous, mock, call):
     assert_error(call("getOrCreatePersonalAccessToken"), 503, 50301)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_prefer_does_not_bypass_validation(api, store):
     response = api.get(
         f"/jobs/{_job_id(store)}/runs", params={"limit": 0}, headers={"Prefer": "code=503"}

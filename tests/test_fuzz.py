@@ -48,6 +48,9 @@ from mock_server.auth import Authenticator
 from mock_server.server import BackgroundServer
 from mock_server.state import Store
 
+# Contract report: negative data: requests the contract refuses, sent on purpose.
+pytestmark = pytest.mark.platform_mock(expect_violations=True)
+
 if TYPE_CHECKING:
     from schemathesis.specs.openapi.schemas import OpenApiSchema
 

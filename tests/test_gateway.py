@@ -208,6 +208,7 @@ def test_metadata_header_that_is_not_a_json_object_is_400(gateway, header):
     ]
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_missing_token_is_401(anonymous, server):
     assert_error(anonymous.get(f"{server.gateway_url}/responses/{DEMO_ID}"), 401, 40101)
 

@@ -272,7 +272,7 @@ def contract_session(pytester: pytest.Pytester, *options: str, violation: bool =
     parts = [KEEPS_CONTRACT, BREAKS_CONTRACT] if violation else [KEEPS_CONTRACT]
     write_module(pytester, "test_contract", *parts)
     result = pytester.runpytest_subprocess("-v", *options, timeout=INNER_TIMEOUT)
-    written = [pytester.path / "report.json", pytester.path / "report.txt"]
+    written = [pytester.path / name for name in ("report.json", "report.txt", "junit.xml")]
     return InnerRun(result, {path.name: path.read_text() for path in written if path.exists()})
 
 
@@ -443,11 +443,66 @@ def test_terminal_summary_names_the_violating_request(reported):
     )
 
 
-def test_fail_on_violation_fails_a_session_whose_tests_pass(pytester):
-    run = contract_session(pytester, "--platform-mock-fail-on-violation")
-    run.result.assert_outcomes(passed=2)
-    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
-    run.result.stdout.fnmatch_lines(["the session fails: 1 request(s) broke the contract*"])
+@pytest.fixture
+def failing_on_violation(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> InnerRun:
+    """The two inner tests with --platform-mock-fail-on-violation and JUnit XML."""
+    return run_once(
+        inner_runs,
+        "failing_on_violation",
+        lambda: contract_session(
+            pytester, "--platform-mock-fail-on-violation", "--junitxml", "junit.xml"
+        ),
+    )
+
+
+def test_fail_on_violation_fails_the_test_that_sent_the_request(failing_on_violation):
+    failing_on_violation.result.assert_outcomes(passed=1, failed=1)
+    assert failing_on_violation.result.ret == pytest.ExitCode.TESTS_FAILED
+    failing_on_violation.result.stdout.fnmatch_lines(
+        ["FAILED test_contract.py::test_breaks_the_contract*"]
+    )
+
+
+def test_the_failed_test_names_the_request_and_the_rule_it_broke(failing_on_violation):
+    failing_on_violation.result.stdout.fnmatch_lines(
+        [
+            "*1 request(s) of this test broke the platform API's contract:",
+            f"*GET {TOKENS_PATH}?bogus=1 -> 400 code 40001*",
+            "*query bogus: is not a parameter of this operation",
+        ]
+    )
+
+
+def test_junit_xml_shows_the_violating_test_as_failed(failing_on_violation):
+    import xml.etree.ElementTree as ElementTree
+
+    suite = ElementTree.fromstring(failing_on_violation.files["junit.xml"]).find("testsuite")
+    assert suite is not None
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert cases["test_breaks_the_contract"].find("failure") is not None
+    assert cases["test_keeps_the_contract"].find("failure") is None
+    assert suite.get("failures") == "1"
+
+
+EXPECTS_VIOLATIONS = """
+@pytest.mark.platform_mock(expect_violations=True)
+def test_breaks_the_contract_on_purpose(platform_mock):
+    with platform_mock.client() as api:
+        response = api.get(TOKENS, params={"bogus": "1"})
+    assert response.status_code == 400, response.text
+"""
+
+
+def test_a_test_marked_expect_violations_fails_nothing(pytester: pytest.Pytester):
+    write_module(pytester, "test_contract", KEEPS_CONTRACT, EXPECTS_VIOLATIONS)
+    result = pytester.runpytest_subprocess(
+        "-v", "--platform-mock-fail-on-violation", "--platform-mock-report", "report.json",
+        timeout=INNER_TIMEOUT,
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    summary = json.loads((pytester.path / "report.json").read_text())["summary"]
+    assert (summary["violations"], summary["expectedViolations"]) == (0, 1)
 
 
 def test_fail_on_violation_passes_a_session_that_kept_the_contract(pytester):
@@ -544,7 +599,7 @@ def test_under_xdist_fail_on_violation_fails_the_session(pytester: pytest.Pytest
         "-p", "no:cacheprovider", "-n", "2", "--platform-mock-fail-on-violation",
         timeout=INNER_TIMEOUT,
     )  # fmt: skip
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(failed=9)  # each of them sent a request that broke the contract
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -581,4 +636,6 @@ def test_misspelt_marker_option_is_an_error_naming_it(pytester: pytest.Pytester)
     pytester.makepyfile(test_marker=MISSPELT_MARKER)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=INNER_TIMEOUT)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*marker takes only fixtures=[[]...[]] and seed=N, not fixture*"])
+    result.stdout.fnmatch_lines(
+        ["*marker takes only fixtures=[[]...[]], seed=N and expect_violations=True, not fixture*"]
+    )

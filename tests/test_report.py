@@ -310,6 +310,7 @@ def test_summary_counts_requests_violations_and_operations(report):
     assert result["summary"] == {
         "requests": 4,
         "violations": 2,
+        "expectedViolations": 0,
         "operationsCalled": 2,
         "operationsInContract": len(everything),
         "operationsNotCalled": [
