@@ -125,6 +125,10 @@ class Entry:
     # Each documented error status -> the condition the operation answers with (and a fault
     # injects); empty for the admin API, which faults never touch.
     errors: dict[int, type[PlatformError]] = field(default_factory=dict)
+    # The platform client's model of the success body, as `module:Name` (e.g.
+    # `truefoundry_sdk.types:ListJobRunResponse`): the oracle the test suite reads every such
+    # body with. Empty where the suite has an oracle of its own (tests/test_sdk_oracle.py).
+    client_model: str = ""
 
 
 # Statuses every operation of the platform documents, and those of every one taking a body.

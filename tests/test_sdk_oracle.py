@@ -13,6 +13,8 @@ applications, runs and model responses):
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +34,7 @@ from truefoundry_sdk.errors import (
     UnprocessableEntityError,
 )
 
-from mock_server import PlatformMock, contract, fixtures
+from mock_server import PlatformMock, catalog, contract, fixtures
 from tests.conftest import CONTROL_PLANE, token_of
 from tests.sdk_oracle import disagreements
 
@@ -242,7 +244,55 @@ ORACLES: dict[str, Oracle] = {
 }
 
 
+def _from_catalog(operation_id: str) -> Oracle | None:
+    """The oracle of an operation the catalog names a client model for: its example's body,
+    and the example with an unknown query parameter as the documented error (400)."""
+    entry = catalog.CATALOG[operation_id]
+    if not entry.client_model or entry.example is None:
+        return None
+    module, _, name = entry.client_model.partition(":")
+    model = getattr(importlib.import_module(module), name)
+    operation = contract.operations()[operation_id]
+    example = entry.example
+
+    def send(world: World, **extra_query: Any) -> httpx.Response:
+        request = example.request(world.mock.store)
+        client = world.gateway if operation.document == contract.GATEWAY_SPEC else world.api
+        token = token_of(world.mock, request.caller)
+        return client.request(
+            request.method,
+            request.path,
+            params={**request.query, **extra_query},
+            json=request.body,
+            headers={"Authorization": f"Bearer {token}"},
+        )
+
+    return Oracle(
+        model,
+        lambda w: iter([w.ok(send(w))]),
+        lambda w: send(w, notAParameterOfIt="1"),
+    )
+
+
+for _operation in contract.operations():
+    if _operation not in ORACLES and (_oracle := _from_catalog(_operation)) is not None:
+        ORACLES[_operation] = _oracle
+
+
+def test_a_client_model_named_in_the_catalog_makes_an_oracle(world, monkeypatch):
+    entry = dataclasses.replace(
+        catalog.CATALOG["listJobRuns"], client_model="truefoundry_sdk.types:ListJobRunResponse"
+    )
+    monkeypatch.setitem(catalog.CATALOG, "listJobRuns", entry)
+    oracle = _from_catalog("listJobRuns")
+    assert oracle is not None
+    (body,) = oracle.bodies(world)
+    assert disagreements(oracle.model, body) == []
+    assert oracle.error(world).status_code == 400
+
+
 def test_every_operation_of_the_contract_has_an_oracle():
+    # Written here for the first eight; any other names its client model in its catalog entry.
     assert sorted(ORACLES) == sorted(contract.operations())
 
 
