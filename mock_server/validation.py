@@ -11,6 +11,7 @@ validator, whose errors explain each violation.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import math
@@ -307,6 +308,26 @@ def without_null_optionals(value: t.Any, schema: t.Any) -> t.Any:
         else:
             out[key] = without_null_optionals(item, sub)
     changed = len(out) != len(value) or any(out[k] is not value[k] for k in out)
+    return out if changed else value
+
+
+def with_defaults(value: t.Any, schema: t.Any) -> t.Any:
+    """A valid body with the spec's default for each field it leaves out, at every level of
+    objects, so that a handler restates no default of the contract. Returns `value` itself
+    when nothing was filled."""
+    if not isinstance(schema, dict) or not isinstance(value, dict):
+        return value
+    index = discriminated_index(value, schema)
+    if index is not None:
+        return with_defaults(value, schema["oneOf"][index])
+    properties = schema.get("properties", {})
+    out = dict(value)
+    for name, sub in properties.items():
+        if name not in out and isinstance(sub, dict) and "default" in sub:
+            out[name] = copy.deepcopy(sub["default"])
+        elif name in out:
+            out[name] = with_defaults(out[name], sub)
+    changed = len(out) != len(value) or any(out[k] is not value[k] for k in value)
     return out if changed else value
 
 

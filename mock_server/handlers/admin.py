@@ -82,11 +82,11 @@ def add_fault(body: dict[str, Any]) -> tuple[dict, int]:
         rule = mock().faults.add(
             body["operationId"],
             status=body.get("status"),
-            delay_ms=body.get("delayMs", 0),
-            drop=body.get("drop", False),
+            delay_ms=body["delayMs"],  # the spec's defaults, filled by validation
+            drop=body["drop"],
             match=body.get("match"),
-            after=body.get("after", 0),
-            times=body.get("times", 1),
+            after=body["after"],
+            times=body["times"],
         )
     except FaultRefused as exc:
         raise errors.InvalidRequest(

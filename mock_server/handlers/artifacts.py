@@ -17,6 +17,6 @@ def apply_tags(body: dict[str, Any], token_info: dict[str, Any]) -> dict:
         caller(token_info),
         body["artifact_version_id"],
         body["tags"],
-        force=body.get("force", False),
+        force=body["force"],  # the spec's default, filled by validation
     )
     return {}

@@ -54,6 +54,7 @@ from mock_server.validation import (
     scalar_type,
     summary,
     violations,
+    with_defaults,
     without_null_optionals,
 )
 
@@ -255,7 +256,7 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             return _NO_BODY
         cleaned = without_null_optionals(body, self._schema)
         self._validate(cleaned)
-        return self._argument(raw, cleaned)
+        return self._argument(raw, with_defaults(cleaned, self._schema))
 
     def _argument(self, raw: bytes, body: t.Any) -> t.Any:
         return body
