@@ -261,7 +261,7 @@ def _from_catalog(operation_id: str) -> Oracle | None:
         token = token_of(world.mock, request.caller)
         return client.request(
             request.method,
-            request.path,
+            request.path.removeprefix(CONTROL_PLANE),  # the client's base URL has it
             params={**request.query, **extra_query},
             json=request.body,
             headers={"Authorization": f"Bearer {token}"},

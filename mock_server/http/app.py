@@ -193,6 +193,12 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     return app
 
 
+def argument_name(passed: str) -> str:
+    """A handler's argument for a parameter of the spec: snake_case, with what an identifier
+    cannot hold stripped and `_` after a builtin (`sortBy` is `sort_by`, `id` is `id_`)."""
+    return pythonic(passed)
+
+
 class PlannedView:
     """The Flask view of one operation: the handler called with the parameters and body
     request validation parsed, under its own argument names (`sortBy` as `sort_by`, `id` as
@@ -207,7 +213,7 @@ class PlannedView:
 
     def _name(self, passed: str) -> str | None:
         if passed not in self.names:
-            name = pythonic(passed)
+            name = argument_name(passed)
             self.names[passed] = name if name in self.accepted else None
         return self.names[passed]
 
