@@ -153,6 +153,7 @@ def test_caller_without_grant_is_403_and_changes_nothing(as_user, store):
     assert tags_of(store, v1) == ["production"]
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -170,6 +171,7 @@ def test_invalid_tags_are_400_and_change_nothing(api, store, body, field):
     assert tags_of(store, v1) == ["production"]
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_force_must_be_a_boolean(api, store):
     v1 = sentiment_version(store, 1).id
     v2 = stage(api, "sentiment")

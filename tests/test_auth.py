@@ -56,10 +56,12 @@ def test_token_names_its_subject_as_caller(anonymous, mock):
     assert body["data"]["createdBySubject"]["subjectSlug"] == "alice@acme.example"
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_missing_header_is_401(anonymous):
     assert_error(_get(anonymous, None), 401, 40101)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "header",
     [
@@ -72,6 +74,7 @@ def test_header_without_bearer_token_is_401(anonymous, header):
     assert_error(_get(anonymous, header), 401, 40101)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "token",
     [
@@ -84,6 +87,7 @@ def test_malformed_token_is_401(anonymous, token):
     assert_error(_get(anonymous, f"Bearer {token}"), 401, 40102)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "header",
     [
@@ -126,6 +130,7 @@ def test_tampered_payload_is_401(anonymous, mock):
     assert_error(_get(anonymous, f"Bearer {header}.{forged}.{signature}"), 401, 40104)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_token_without_expiry_is_401(anonymous, mock):
     token = jwt.encode(_claims(mock, exp=None), mock.store.signer.key, algorithm=ALGORITHM)
     assert_error(_get(anonymous, f"Bearer {token}"), 401, 40102)
@@ -155,6 +160,7 @@ def test_gateway_requires_a_token(anonymous, server):
     assert_error(response, 401, 40101)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     ("claim", "value"),
     [

@@ -151,6 +151,7 @@ def mixed_calls(store) -> list[tuple[str | None, Callable[[httpx.Client], httpx.
     return calls * 5
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_journal_counts_every_concurrent_request_exactly_once(server, mock, token, mixed_calls):
     responses = in_parallel(server, token, [call for _, call in mixed_calls])
     assert_no_5xx(responses)

@@ -135,6 +135,7 @@ def test_every_operation_view_is_planned():
 # -- and they bite, over real HTTP --------------------------------------------------------
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_a_request_the_spec_rejects_is_refused_with_every_violation(api):
     response = api.get(
         "/jobs/app-0000000000000001/runs", params={"limit": "abc", "sortBy": "nonsense"}

@@ -216,6 +216,7 @@ def test_force_delete_does_not_bypass_the_grant(as_user, store):
     assert _exists(store, group_id)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "value",
     [pytest.param("notabool", id="word"), pytest.param("2", id="number")],
@@ -231,6 +232,7 @@ def test_force_delete_not_a_boolean_is_400_and_deletes_nothing(api, store, value
     assert _snapshot(store, "llm-keys") == before
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_query_parameter_is_400_and_deletes_nothing(api, store):
     group_id = _group(store, "llm-keys").resource.id
 

@@ -222,10 +222,12 @@ def test_openai_client_with_a_bad_token_raises_authentication_error(server):
     assert raised.value.status_code == 401
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_gateway_path_is_404_with_the_error_body(gateway):
     body = assert_error(gateway.get("/no-such-thing"), 404, 40401)
     assert "/no-such-thing" in body["message"]
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unsupported_method_is_405_with_the_error_body(gateway):
     assert_error(gateway.delete(f"/responses/{DEMO_ID}"), 405, 40501)

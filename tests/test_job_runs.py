@@ -362,16 +362,19 @@ def test_team_workspace_viewer_may_list_runs(as_user, runs_path, all_runs):
     assert _ids(body["data"]) == _ids(all_runs)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_missing_token_is_401(anonymous, runs_path):
     assert_error(anonymous.get("/api/svc/v1" + runs_path), 401, 40101)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_status_value_is_400(api, runs_path):
     body = assert_error(api.get(runs_path, params={"status": "DONE"}), 400, 40001)
     assert [d["field"].split("[")[0] for d in body["details"]] == ["status"]
     assert body["details"][0]["location"] == "query"
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     ("field", "value"),
     [
@@ -386,12 +389,14 @@ def test_out_of_contract_paging_is_400_naming_the_field(api, runs_path, field, v
     assert [(d["location"], d["field"]) for d in body["details"]] == [("query", field)]
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_query_parameter_is_400_naming_it(api, runs_path):
     body = assert_error(api.get(runs_path, params={"pageSize": "10"}), 400, 40001)
     assert [(d["location"], d["field"]) for d in body["details"]] == [("query", "pageSize")]
     assert "pageSize" in body["message"]
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_limit_given_twice_is_400(api, runs_path):
     response = api.get(runs_path, params=[("limit", "5"), ("limit", "10")])
     body = assert_error(response, 400, 40001)

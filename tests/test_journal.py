@@ -41,6 +41,7 @@ def _runs(job_id: str) -> str:
 # -- what is recorded --------------------------------------------------------------------------
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_every_request_is_recorded_once_in_order(api, anonymous, mock, store):
     job_id = _job_id(store)
     sent = [
@@ -68,6 +69,7 @@ def test_every_request_is_recorded_once_in_order(api, anonymous, mock, store):
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_validation_failure_is_recorded_with_its_error(api, mock):
     response = api.post(DEPLOYMENTS, params={"limit": 0}, json={"secretIds": ["s-1"]})
     body = assert_error(response, 400, 40001)
@@ -103,6 +105,7 @@ def test_json_body_is_stored_parsed(api, mock):
     assert mock.journal.last.body == {"secretIds": ["a", "b"]}
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_missing_token_is_recorded_as_401_of_its_operation(anonymous, mock):
     assert_error(anonymous.get(CONTROL_PLANE + TOKENS), 401, 40101)
 
@@ -116,6 +119,7 @@ def test_missing_token_is_recorded_as_401_of_its_operation(anonymous, mock):
     assert entry.path_params == {"name": "ci"}
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_path_is_recorded_without_operation(api, mock):
     assert_error(api.get("/no-such-path"), 404, 40401)
 
@@ -142,6 +146,7 @@ def test_request_outside_the_api_is_answered_but_not_recorded(server, mock, path
     assert mock.journal.last is None
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "path",
     [
@@ -155,6 +160,7 @@ def test_unknown_path_of_the_api_is_recorded(server, mock, path):
     assert (mock.journal.last.path, mock.journal.last.code) == (path, 40401)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_wrong_method_is_recorded_as_405(api, mock):
     assert_error(api.post(TOKENS), 405, 40501)
 
@@ -164,6 +170,7 @@ def test_wrong_method_is_recorded_as_405(api, mock):
     assert (entry.operation_id, entry.status, entry.code) == (None, 405, 40501)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "authorized",
     [pytest.param(True, id="accepted-token"), pytest.param(False, id="rejected-token")],
@@ -182,6 +189,7 @@ def test_authorization_header_is_never_stored(server, mock, token, authorized):
     assert token.split(".")[2] not in json.dumps(entry.to_dict())
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_client_leaving_mid_body_is_recorded_as_a_400_not_a_drop(server, mock, store, token):
     with socket.create_connection((server.host, server.port)) as raw:
         raw.sendall(
@@ -197,6 +205,7 @@ def test_client_leaving_mid_body_is_recorded_as_a_400_not_a_drop(server, mock, s
     assert entry is not None and (entry.status, entry.code) == (400, 40001)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "raw",
     [
@@ -223,6 +232,7 @@ def test_admin_requests_are_not_journaled(admin, api, mock):
     assert not any(e.path.startswith("/__admin") for e in mock.journal)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_entries_are_labelled_with_the_current_test(api, mock, request):
     api.get(TOKENS)
     api.get("/no-such-path")
@@ -288,6 +298,7 @@ def _faulty_integration(api, anonymous, store):
     return api.delete(f"/secret-groups/{_group_id(store, 'legacy-vault')}")
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     ("send", "status", "code"),
     [
@@ -518,6 +529,7 @@ def test_admin_journal_filter_by_an_unknown_operation_is_400(admin, api):
 # -- a fresh journal for every test ------------------------------------------------------------
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_journal_is_empty_at_the_start_of_a_test(api, mock):
     assert len(mock.journal) == 0
     api.get(TOKENS)

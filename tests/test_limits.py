@@ -64,6 +64,7 @@ def test_limit_at_its_bounds_is_accepted(api, store, operation, limit):
     assert len(body["data"]) == min(limit, body["pagination"]["total"])
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     ("operation", "limit"),
     _cases([("0", 0), ("1001", 1001), ("negative", -5), ("fraction", "1.5"), ("text", "ten")]),
@@ -82,6 +83,7 @@ def test_offset_at_least_0_is_accepted(api, store, operation, offset):
     assert len(body["data"]) == body["pagination"]["total"] - offset
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(("operation", "offset"), _cases([("minus-1", -1), ("text", "zero")]))
 def test_offset_below_0_is_400_naming_offset(api, store, operation, offset):
     body = assert_error(_page(api, store, operation, {"offset": offset}), 400, 40001)

@@ -95,6 +95,7 @@ def test_team_name_not_of_the_caller_is_400_and_creates_nothing(as_user, store, 
     assert ok(carol.get(path("ci")))["created"] is True
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_empty_name_segment_is_not_this_operation(api, store):
     before = dict(store.world.tokens)
     assert_error(api.get("/personal-access-tokens/"), 404, 40401)

@@ -298,6 +298,7 @@ def test_resource_id_of_another_type_is_404(api, store):
     assert_error(response, 404, 40402)
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_resource_type_is_a_contract_violation(api, store):
     llm_keys = store.identity.resource_named("secret-group", "llm-keys")
     response = api.get(PATH, params={"resourceType": "bucket", "resourceId": llm_keys.id})

@@ -319,6 +319,7 @@ def test_every_success_body_agrees_with_the_client_model(world, operation):
     assert checked > 0
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize("operation", sorted(ORACLES))
 def test_a_documented_error_body_agrees_with_the_sdk_error_model(world, operation):
     response = ORACLES[operation].error(world)

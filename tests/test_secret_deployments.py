@@ -290,6 +290,7 @@ def test_page_past_the_end_is_empty_with_the_true_total(api, many, offset):
     assert body == {"data": [], "pagination": {"total": 8, "offset": offset, "limit": 5}}
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     ("params", "field"),
     [
@@ -310,6 +311,7 @@ def test_paging_parameters_out_of_range_are_400(api, store, params, field):
 # -- malformed bodies --------------------------------------------------------------------------
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "body",
     [
@@ -328,6 +330,7 @@ def test_bad_secret_ids_are_400_naming_secret_ids(api, body):
     assert all(d["location"] == "body" for d in error["details"])
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "body",
     [
@@ -347,6 +350,7 @@ def test_body_that_is_not_an_object_is_400(api, body):
     assert "object" in error["details"][0]["message"]
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_body_field_is_400(api, store):
     response = api.post(PATH, json={"secretIds": _all_secret_ids(store), "secretId": "x"})
     error = assert_error(response, 400, 40001)

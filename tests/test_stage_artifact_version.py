@@ -201,6 +201,7 @@ def test_project_editor_may_stage(as_user, store):
 # -- invalid manifests -------------------------------------------------------------------
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "missing",
     [
@@ -218,6 +219,7 @@ def test_missing_required_field_is_400_naming_it_and_changes_nothing(api, store,
     assert version_count(store) == count
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_field_is_400_naming_it(api, store):
     count = version_count(store)
     body = assert_error(stage(api, manifest(colour="blue")), 400, 40001)
@@ -226,6 +228,7 @@ def test_unknown_field_is_400_naming_it(api, store):
     assert version_count(store) == count
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_unknown_type_is_400_naming_the_type_field(api, store):
     count = version_count(store)
     body = assert_error(stage(api, manifest(type="dataset-version")), 400, 40001)
@@ -233,6 +236,7 @@ def test_unknown_type_is_400_naming_the_type_field(api, store):
     assert version_count(store) == count
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_model_field_on_artifact_variant_is_400(api, store):
     count = version_count(store)
     body = assert_error(stage(api, manifest(framework={"type": "sklearn"})), 400, 40001)
@@ -240,6 +244,7 @@ def test_model_field_on_artifact_variant_is_400(api, store):
     assert version_count(store) == count
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 def test_every_violation_is_reported_at_once(api, store):
     count = version_count(store)
     broken = {k: v for k, v in ARTIFACT.items() if k not in ("name", "source")}
@@ -275,6 +280,7 @@ def test_null_inside_a_nested_optional_object_is_read_as_absent(api, store):
     }
 
 
+@pytest.mark.platform_mock(expect_violations=True)
 @pytest.mark.parametrize(
     "field", [pytest.param("name", id="name"), pytest.param("source", id="source")]
 )
