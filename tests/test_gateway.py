@@ -213,7 +213,8 @@ def test_missing_token_is_401(anonymous, server):
     assert_error(anonymous.get(f"{server.gateway_url}/responses/{DEMO_ID}"), 401, 40101)
 
 
-def test_openai_client_with_a_bad_token_raises_authentication_error(server):
+@pytest.mark.platform_mock(expect_violations=True)
+def test_openai_client_with_a_bad_token_raises_authentication_error(platform_mock, server):
     with (
         openai.OpenAI(base_url=server.gateway_url, api_key="not-a-jwt", max_retries=0) as oai,
         pytest.raises(openai.AuthenticationError) as raised,

@@ -279,6 +279,7 @@ for _operation in contract.operations():
         ORACLES[_operation] = _oracle
 
 
+@pytest.mark.platform_mock(expect_violations=True)  # its documented error is a bad query
 def test_a_client_model_named_in_the_catalog_makes_an_oracle(world, monkeypatch):
     entry = dataclasses.replace(
         catalog.CATALOG["listJobRuns"], client_model="truefoundry_sdk.types:ListJobRunResponse"
