@@ -41,7 +41,9 @@ The Flask side (`app.py`, `wsgi.py`):
 
 Elsewhere in this package: `security.py` subclasses `BearerSecurityHandler.get_fn`
 (Connexion's documented way to plug in token checks); `middleware.py` holds the mock's own
-ASGI layers, which read Connexion's routing context (`ROUTING_CONTEXT`).
+ASGI layers and `request_log.py` the request log, which read Connexion's routing context
+(`ROUTING_CONTEXT`) and the `token_info` its security leaves in the scope; `cors.py` puts
+Starlette's CORS middleware around everything.
 """
 
 from mock_server.http.app import build_connexion_app
