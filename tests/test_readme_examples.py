@@ -36,11 +36,27 @@ def test_python_example_runs(code, server, mock):
     exec(compile(code.replace(DOCUMENTED_URL, server.url), str(README), "exec"), namespace)
 
 
-@pytest.mark.parametrize("code", examples("pytest"))
-def test_pytest_example_passes(code, pytester):
-    pytester.makepyfile(test_readme_example=code)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+PYTEST_EXAMPLES = examples("pytest")
+# One inner pytest session runs every pytest example, each as a test file of its own (a
+# session costs seconds to start: one per example made the suite's slowest tests); each
+# outer test reads its own file's outcome. Kept here by the first test that needs it.
+_INNER: dict[str, pytest.RunResult] = {}
+
+
+def _file_of(example_id: str) -> str:
+    return "test_" + example_id.replace("-", "_").lower()
+
+
+@pytest.mark.parametrize("code", PYTEST_EXAMPLES)
+def test_pytest_example_passes(code, pytester, request):
+    name = _file_of(request.node.callspec.id)
+    if "result" not in _INNER:
+        pytester.makepyfile(**{_file_of(p.id): p.values[0] for p in PYTEST_EXAMPLES})
+        _INNER["result"] = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+    result = _INNER["result"]
+    outcomes = re.findall(rf"^(PASSED|FAILED|ERROR) {name}\.py::(\S+)", result.stdout.str(), re.M)
+    assert outcomes, result.stdout.str()[-3000:]
+    assert {outcome for outcome, _ in outcomes} == {"PASSED"}, result.stdout.str()[-3000:]
 
 
 def quickstart_commands() -> list[str]:
