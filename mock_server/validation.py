@@ -346,8 +346,6 @@ def body_problem(message: str) -> errors.InvalidRequest:
     return invalid_request([{"location": "body", "field": "", "message": message}])
 
 
-def body_limit(scope: t.Mapping[str, t.Any]) -> int:
-    """The most bytes the body of the request's operation may have (its ASGI scope, once
-    routed)."""
-    routing = scope.get("extensions", {}).get("connexion_routing", {})
-    return BODY_LIMITS.get(routing.get("operation_id"), MAX_BODY_BYTES)
+def body_limit(operation_id: str | None) -> int:
+    """The most bytes the body of a request of this operation may have."""
+    return BODY_LIMITS.get(operation_id or "", MAX_BODY_BYTES)

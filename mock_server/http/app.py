@@ -56,6 +56,7 @@ from mock_server.http.middleware import (
     RoutingMiddleware,
     notes,
 )
+from mock_server.http.scope import operation_id, security_context
 from mock_server.http.security import security_map
 from mock_server.http.validators import (
     ARGUMENTS,
@@ -76,7 +77,6 @@ logger = logging.getLogger(__name__)
 YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
 DOCS_PATH = "/docs"
 ROUTED = "platform_mock.rule"  # the WSGI environ's key of the Flask rule routing chose
-CONNEXION_CONTEXT = "connexion_context"  # where Connexion's security leaves `token_info`
 
 
 class _CompactJSON:
@@ -225,7 +225,7 @@ class PlannedView:
             name = self._name(passed)
             if name is not None:
                 arguments[name] = value
-        for key, value in scope.get("extensions", {}).get(CONNEXION_CONTEXT, {}).items():
+        for key, value in security_context(scope).items():
             if key in self.accepted:
                 arguments[key] = value
         result = self.handler(**arguments)
@@ -250,8 +250,7 @@ def plan_views(flask_app: flask.Flask) -> dict[str, Any]:
 
 
 def _rule_of(scope: Scope, rules: dict[str, Any]) -> Any:
-    operation_id = scope.get("extensions", {}).get("connexion_routing", {}).get("operation_id")
-    return rules.get(operation_id)
+    return rules.get(operation_id(scope) or "")
 
 
 def _routed_context(

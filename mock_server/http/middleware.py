@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote_to_bytes
 
 from connexion.middleware import routing as connexion_routing
-from connexion.middleware.abstract import ROUTING_CONTEXT
 from starlette.datastructures import Headers
 from starlette.routing import Mount, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mock_server import errors
 from mock_server.faults import Faults
 from mock_server.http.request_log import log_entry
+from mock_server.http.scope import operation_id
 from mock_server.journal import BODY_LIMIT, Entry, Journal, request_params
 
 NOTES = "platform_mock"
@@ -47,8 +47,9 @@ def query_pairs(scope: Scope) -> list[tuple[str, str]]:
     return mine["pairs"]
 
 
-def _query(scope: Scope) -> dict[str, list[str]]:
-    """The query parameters by key, for the journal and the fault rules."""
+def query_by_key(scope: Scope) -> dict[str, list[str]]:
+    """The query's values by key, in the order given, grouped once for validation, the
+    journal and the fault rules."""
     mine = notes(scope)
     if "query" not in mine:
         grouped: dict[str, list[str]] = {}
@@ -85,11 +86,11 @@ async def journaled(
             seq=seq,
             method=scope["method"],
             path=scope["path"],
-            query=_query(scope),
+            query=query_by_key(scope),
             path_params=dict(mine.get("path_params", {})),
             headers={k: headers[k] for k in KEPT_HEADERS if k in headers},
             raw_body=bytes(body),
-            operation_id=scope["extensions"].get(ROUTING_CONTEXT, {}).get("operation_id"),
+            operation_id=operation_id(scope),
             status=None if mine.get("drop") else status,
             code=error.code if error else None,
             message=error.message if error else None,
@@ -229,7 +230,7 @@ class RouteNotes:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            if scope.get("extensions", {}).get(ROUTING_CONTEXT, {}).get("operation_id") is None:
+            if operation_id(scope) is None:
                 raise errors.RouteNotFound(f"No route for {scope['method']} {scope['path']}")
             notes(scope)["path_params"] = {
                 k: str(v) for k, v in scope.get("path_params", {}).items()
@@ -248,11 +249,13 @@ class FaultInjection:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        routed = operation_id(scope)
         # RouteNotes, earlier in the stack, has answered every request without an operation.
+        assert routed is not None
         mine = notes(scope)
         decision = self.faults.decide(
-            scope["extensions"][ROUTING_CONTEXT]["operation_id"],
-            request_params(_query(scope), mine["path_params"]),
+            routed,
+            request_params(query_by_key(scope), mine["path_params"]),
             Headers(scope=scope).get("prefer"),
         )
         if decision.source:

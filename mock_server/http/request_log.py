@@ -21,18 +21,14 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 import orjson
-from connexion.middleware.abstract import ROUTING_CONTEXT
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mock_server.http.scope import operation_id, security_context
 from mock_server.journal import Entry
 
 LOGGER_NAME = "platform_mock.requests"
 logger = logging.getLogger(LOGGER_NAME)
 FORMATS = ("text", "json")
-# Where Connexion's security leaves `token_info` (its `ConnexionRequest.context`). The same
-# key as `mock_server.http.app.CONNEXION_CONTEXT`, which cannot be imported from here: that
-# module imports `middleware`, which imports this one.
-CONNEXION_CONTEXT = "connexion_context"
 UNAUTHENTICATED = "-"
 
 
@@ -77,8 +73,7 @@ class RequestLine:
 
 def caller_of(scope: Scope) -> str:
     """The authenticated caller as `type:slug` (a user's slug is the e-mail), or `-`."""
-    context = scope.get("extensions", {}).get(CONNEXION_CONTEXT) or {}
-    token_info = context.get("token_info")
+    token_info = security_context(scope).get("token_info")
     caller = token_info.get("caller") if isinstance(token_info, dict) else None
     if caller is None:
         return UNAUTHENTICATED
@@ -126,7 +121,7 @@ async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> An
     status: int | None = None
     started = time.perf_counter()
     # Made here, so that the copies of the scope Connexion makes share it with this one.
-    extensions = scope.setdefault("extensions", {})
+    scope.setdefault("extensions", {})
 
     async def send_(message: Message) -> None:
         nonlocal status
@@ -137,7 +132,6 @@ async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> An
     try:
         return await app(scope, receive, send_)
     finally:
-        routing = extensions.get(ROUTING_CONTEXT) or {}
         _emit(
             logging.DEBUG,
             RequestLine(
@@ -145,7 +139,7 @@ async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> An
                 path=scope["path"],
                 query=scope.get("query_string", b"").decode("latin-1"),
                 status=status,
-                operation_id=routing.get("operation_id"),
+                operation_id=operation_id(scope),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
                 caller=caller_of(scope),
             ),

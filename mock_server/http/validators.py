@@ -41,7 +41,8 @@ from starlette.types import Message, Receive, Scope, Send
 from werkzeug.http import parse_options_header
 
 from mock_server import errors
-from mock_server.http.middleware import notes, query_pairs
+from mock_server.http.middleware import notes, query_by_key, query_pairs
+from mock_server.http.scope import operation_id
 from mock_server.validation import (
     UTF8_CHARSETS,
     Detail,
@@ -121,9 +122,7 @@ class ParameterValidator(ConnexionParameterValidator):
         pairs = query_pairs(scope)
         misspelt: set[str] = set()
         seen: Counter[str] = Counter()
-        grouped: dict[str, list[str]] = {}
         for key, value in pairs:
-            grouped.setdefault(key, []).append(value)
             param = known.get(key)
             schema = param.get("schema", {}) if param else {}
             kind = scalar_type(schema)
@@ -133,6 +132,7 @@ class ParameterValidator(ConnexionParameterValidator):
             if problem and (key not in misspelt or field != key):
                 misspelt.add(key)
                 details.append({"location": "query", "field": field, "message": problem})
+        grouped = query_by_key(scope)
         for key, given in grouped.items():
             param = known.get(key)
             if param is None:
@@ -153,7 +153,7 @@ class ParameterValidator(ConnexionParameterValidator):
                     }
                 )
         query = self.uri_parser.resolve_query(
-            {key: given for key, given in grouped.items() if key not in misspelt}
+            {key: list(given) for key, given in grouped.items() if key not in misspelt}
         )
         path = self.uri_parser.resolve_path(scope.get("path_params", {}))
         headers: t.Mapping[str, str] = Headers(scope=scope) if self.parameters.get("header") else {}
@@ -222,7 +222,7 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             raise invalid_request(
                 [{"location": "header", "field": "content-length", "message": "is not a number"}]
             )
-        limit = body_limit(scope)
+        limit = body_limit(operation_id(scope))
         if length is not None and int(length) > limit:
             raise errors.PayloadTooLarge(
                 f"Request body is {int(length)} bytes; the limit is {limit} bytes "
@@ -461,7 +461,8 @@ def _response_type(value: bytes) -> tuple[str, str]:
 
 
 class _ResponsePlan(t.NamedTuple):
-    required_headers: frozenset[str]
+    definition: dict  # the documented response, for its required headers
+    requires_headers: bool
     schema: dict
     nullable: bool
 
@@ -473,18 +474,15 @@ class _PlannedResponseValidation(ResponseValidationOperation):
     def __init__(self, *args: t.Any, **kwargs: t.Any):
         super().__init__(*args, **kwargs)
         self._plans: dict[tuple[str, str], _ResponsePlan] = {}
-        self._produces: dict[str, bool] = {}
+        self._produces = MediaTypeDict([(p.lower(), None) for p in self._operation.produces])
 
     def _plan(self, status: str, mime_type: str) -> _ResponsePlan:
         key = (status, mime_type)
         if key not in self._plans:
             definition = self._operation.response_definition(status, mime_type)
             self._plans[key] = _ResponsePlan(
-                frozenset(
-                    name.lower()
-                    for name, header in definition.get("headers", {}).items()
-                    if header.get("required", False)
-                ),
+                definition,
+                any(h.get("required", False) for h in definition.get("headers", {}).values()),
                 self._operation.response_schema(status, mime_type),
                 is_nullable(definition),
             )
@@ -501,20 +499,11 @@ class _PlannedResponseValidation(ResponseValidationOperation):
                     mime_type, encoding = self.extract_content_type(headers)
                 else:
                     mime_type, encoding = _response_type(value)
-                if message["status"] < 400:
-                    if mime_type not in self._produces:
-                        try:
-                            self.validate_mime_type(mime_type)
-                            self._produces[mime_type] = True
-                        except Exception:
-                            self._produces[mime_type] = False
-                    if not self._produces[mime_type]:
-                        self.validate_mime_type(mime_type)  # raises, in Connexion's words
+                if message["status"] < 400 and mime_type not in self._produces:
+                    self.validate_mime_type(mime_type)  # raises, in Connexion's words
                 plan = self._plan(str(message["status"]), mime_type)
-                if plan.required_headers:
-                    self.validate_required_headers(
-                        headers, {"headers": {h: {"required": True} for h in plan.required_headers}}
-                    )
+                if plan.requires_headers:
+                    self.validate_required_headers(headers, plan.definition)
                 validator_cls = self._validator_map["response"].get(mime_type)
                 if validator_cls is not None:
                     validator = validator_cls(

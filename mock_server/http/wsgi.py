@@ -18,6 +18,7 @@ import connexion
 from a2wsgi.wsgi import build_environ
 from starlette.types import Receive, Scope, Send
 
+from mock_server.http.scope import operation_id
 from mock_server.validation import body_limit, invalid_request
 
 WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
@@ -33,7 +34,7 @@ class InlineWSGI:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = await _read_body(receive, body_limit(scope))
+        body = await _read_body(receive, body_limit(operation_id(scope)))
         started: list[Any] = []
         written: list[bytes] = []
 
