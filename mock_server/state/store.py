@@ -8,7 +8,6 @@ nothing. Every change of the world, and every operation of the API, happens unde
 
 from __future__ import annotations
 
-import copy
 import functools
 import pickle
 import threading
@@ -69,29 +68,20 @@ class World:
         Job runs never change once recorded, and a run index is derived from them and
         rebuilt rather than changed (`Jobs._index`): the copy shares both, in containers of
         its own. Everything else, a few entities however big the world, is copied deeply
-        in one go, so the copies refer to each other as the originals do. (A shared run
-        refers to the original application and subject; what it reads of them, ids, names
-        and slugs, never changes.)"""
-        rest = copy.deepcopy(
-            {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _SHARED}
-        )
-        return World(
-            **rest,
-            job_runs={app: list(runs) for app, runs in self.job_runs.items()},
-            run_indexes=dict(self.run_indexes),
-            ids=dict(self.ids),
-        )
+        in one go (`FrozenWorld`), so the copies refer to each other as the originals do.
+        (A shared run refers to the original application and subject; what it reads of
+        them, ids, names and slugs, never changes.)"""
+        return FrozenWorld(self).thaw()
 
 
-# Containers `World.copy` copies shallowly: what they hold is never changed in place.
+# Containers a copy of a world copies shallowly: what they hold is never changed in place.
 _SHARED = frozenset({"job_runs", "run_indexes", "ids"})
 
 
 class FrozenWorld:
-    """A world kept to be restored many times (the snapshot `reset()` restores): its
-    entities pickled once, so that each restore unpickles them (several times faster than
-    `World.copy`'s deep copy), and its runs and run indexes shared, as `World.copy` shares
-    them."""
+    """A world kept to be restored, many times for the snapshot `reset()` restores: its
+    entities pickled once (unpickling them is several times faster than a deep copy), its
+    runs and run indexes shared."""
 
     def __init__(self, world: World):
         rest = {f.name: getattr(world, f.name) for f in fields(world) if f.name not in _SHARED}
