@@ -30,22 +30,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from mock_server.state.jobs import ENDED, RUN_STATUSES
+
 ROOT = Path(__file__).resolve().parent.parent
 JOB_ID = "app-scale-big-job"
 RUNS_PATH = f"/api/svc/v1/jobs/{JOB_ID}/runs"
 PAGE_PATH = RUNS_PATH + "?limit=20&status=FAILED&status=RUNNING&sortBy=duration"
-STATUSES = (
-    "CREATED",
-    "SCHEDULED",
-    "RUNNING",
-    "FINISHED",
-    "FAILED",
-    "TERMINATION_REQUESTED",
-    "TERMINATING",
-    "TERMINATED",
-    "UNKNOWN",
-)
-ENDED = {"FINISHED", "FAILED", "TERMINATED"}
 # (key, what is measured, target (lower is better; None: no target), unit)
 TARGETS = (
     ("load_s", "load to first 200", 3.0, "s"),
@@ -77,7 +67,7 @@ def write_fixture(path: Path, runs: int) -> None:
     start = datetime(2025, 1, 1, tzinfo=UTC)
     users = ("alice@acme.example", "bob@acme.example")
     for _ in range(runs):
-        status = rng.choice(STATUSES)
+        status = rng.choice(RUN_STATUSES)
         start += timedelta(seconds=rng.randint(30, 300))
         duration = f", durationSeconds: {rng.randint(5, 7200)}" if status in ENDED else ""
         lines.append(
