@@ -251,3 +251,25 @@ def test_serve_with_output_to_the_null_device_logs_nothing(tmp_path):
     with open(tmp_path / "log", "w") as file:
         to_file = subprocess.run(command, stdout=file, stderr=subprocess.PIPE, text=True)
     assert (to_null.stderr, to_file.stderr) == ("False\n", "True\n")
+
+
+def test_a_clients_control_characters_cannot_forge_a_line_or_drive_the_terminal():
+    from mock_server.http.request_log import RequestLine, render_text
+
+    forged = "\n21:45:00.000 DELETE /api/svc/v1/secret-groups/all 200\x1b[31m"
+    line = RequestLine(
+        method="GET",
+        path="/api/svc/v1/personal-access-tokens/ci",
+        query="a=%0A",
+        status=400,
+        operation_id="getOrCreatePersonalAccessToken",
+        duration_ms=1.0,
+        caller="user:alice@acme.example",
+        code=40001,
+        message="Request does not conform to the API contract",
+        violations=(("query", "x" + forged, "is not a parameter of this operation"),),
+    )
+    text = render_text(line, colour=False)
+    assert len(text.splitlines()) == 2  # the request, and its one violation
+    assert "\x1b" not in text
+    assert "\\x0a21:45:00.000 DELETE" in text

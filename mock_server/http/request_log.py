@@ -157,6 +157,16 @@ def _status_colour(status: int | None) -> str:
     return _YELLOW if status >= 400 else _GREEN
 
 
+# A client's text (a query value, a field name it made up) printed as it came could forge a
+# log line with a line feed or drive the terminal with an escape: control characters are
+# shown as escapes instead.
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
+def _printable(text: str) -> str:
+    return text.translate(_CONTROLS)
+
+
 def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
     """The line as text: the request on one line, then each violation (or, for an error
     without any, its message) on an indented line of its own."""
@@ -165,7 +175,7 @@ def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
         return f"{code}{text}{_RESET}" if colour else text
 
     status = "dropped" if line.status is None else str(line.status)
-    target = f"{line.path}?{line.query}" if line.query else line.path
+    target = _printable(f"{line.path}?{line.query}" if line.query else line.path)
     parts = [paint(_DIM, clock)] if clock else []
     parts += [
         paint(_BOLD, line.method),
@@ -173,7 +183,7 @@ def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
         paint(_status_colour(line.status), status),
         paint(_CYAN, line.operation_id or "-"),
         paint(_DIM, f"{line.duration_ms:.1f}ms"),
-        line.caller,
+        _printable(line.caller),
     ]
     if line.code is not None:
         parts.append(paint(_status_colour(line.status), f"code {line.code}"))
@@ -182,9 +192,9 @@ def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
     text = " ".join(parts)
     for location, field, message in line.violations:
         name = f"{location} {field}" if field else location
-        text += f"\n    {name}: {message}"
+        text += f"\n    {_printable(name)}: {_printable(message)}"
     if line.message and not line.violations:
-        text += f"\n    {line.message}"
+        text += f"\n    {_printable(line.message)}"
     return text
 
 
