@@ -40,6 +40,7 @@ _WORKER_OUTPUT = "platform_mock_report"
 _WORKER_REPORTS = pytest.StashKey[list[dict[str, Any]]]()
 _MERGED = pytest.StashKey[ContractReport]()
 _LOST = pytest.StashKey[int]()  # workers that went down without handing a report over
+_REPORTED = pytest.StashKey[set[int]]()  # a test's violating requests its report has named
 
 
 @functools.cache
@@ -97,21 +98,27 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """With `--platform-mock-fail-on-violation`, a test that passed but sent a request that
     broke the contract fails, its report naming each such request and the rule it broke:
-    CI's test views (JUnit XML) then show which test is at fault."""
+    CI's test views (JUnit XML) then show which test is at fault. A request its fixtures
+    send while tearing down fails the teardown."""
     report = yield
-    if call.when != "call" or not report.passed:
+    if call.when not in ("call", "teardown") or not report.passed:
         return report
     if not item.config.getoption("--platform-mock-fail-on-violation"):
         return report
     server = item.config.stash.get(_SERVER, None)
     if server is None or "platform_mock" not in getattr(item, "fixturenames", ()):
         return report
+    reported = item.stash.setdefault(_REPORTED, set())
     broken = [
         entry
         for entry in server.mock.journal
-        if entry.test == item.nodeid and entry.violation and not entry.expected
+        if entry.test == item.nodeid
+        and entry.violation
+        and not entry.expected
+        and entry.seq not in reported
     ]
     if broken:
+        reported.update(entry.seq for entry in broken)
         report.outcome = "failed"
         report.longrepr = violations_text(broken)
     return report

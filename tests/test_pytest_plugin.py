@@ -484,6 +484,28 @@ def test_junit_xml_shows_the_violating_test_as_failed(failing_on_violation):
     assert suite.get("failures") == "1"
 
 
+TEARDOWN_VIOLATION = """
+@pytest.fixture
+def leaves_badly(platform_mock):
+    yield
+    with platform_mock.client() as api:
+        api.get(TOKENS, params={"bogus": "1"})
+
+
+def test_whose_fixture_breaks_the_contract_on_teardown(leaves_badly):
+    pass
+"""
+
+
+def test_a_violation_sent_in_teardown_fails_the_teardown(pytester: pytest.Pytester):
+    write_module(pytester, "test_contract", TEARDOWN_VIOLATION)
+    result = pytester.runpytest_subprocess(
+        "-v", "--platform-mock-fail-on-violation", timeout=INNER_TIMEOUT
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*1 request(s) of this test broke the platform API's contract:"])
+
+
 EXPECTS_VIOLATIONS = """
 @pytest.mark.platform_mock(expect_violations=True)
 def test_breaks_the_contract_on_purpose(platform_mock):
