@@ -1,4 +1,5 @@
-"""The `platform-mock` command: `serve` the mock over HTTP, or print a development `token`."""
+"""The `platform-mock` command: `serve` the mock over HTTP, `run` a command against it, or
+print a development `token`."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
-import tempfile
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import IO, NoReturn
 
 # Connexion imports Starlette's test client, which warns about httpx at every start of the
 # command; the command never uses it.
@@ -23,7 +23,7 @@ warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testcli
 
 import uvicorn  # noqa: E402
 
-from mock_server import __version__, errors  # noqa: E402
+from mock_server import __version__, errors, report_files  # noqa: E402
 from mock_server.app import (  # noqa: E402
     ADMIN_PREFIX,
     API_ROOT,
@@ -35,7 +35,8 @@ from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
 from mock_server.http.cors import origin_problem  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
-from mock_server.server import bind, uvicorn_config  # noqa: E402
+from mock_server.report import coverage, failures, gaps, percentage  # noqa: E402
+from mock_server.server import BackgroundServer, bind, uvicorn_config  # noqa: E402
 from mock_server.state import Store  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
 
@@ -43,6 +44,8 @@ EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
 EXIT_USAGE = 2  # as argparse exits on a usage error
 EXIT_CANNOT_BIND = 3
+EXIT_CANNOT_RUN = 126  # as a shell reports a command it found but could not run
+EXIT_NOT_FOUND = 127  # as a shell reports a command it did not find
 EXIT_FORCED = 128  # plus the signal's number, as a shell reports a process a signal ended
 # Paths the app answers itself whatever the gateway's prefix (mock_server.app): the platform
 # API's root, the admin API, and the Swagger UI (with its static files) and spec of the
@@ -90,6 +93,80 @@ def _mebibytes(text: str) -> int:
     return value * 1024 * 1024
 
 
+def _serving_options(parser: argparse.ArgumentParser, *, default_port: int) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=_whole_number,
+        default=default_port,
+        help=f"port to bind; 0 picks a free one (default {default_port})",
+    )
+    parser.add_argument(
+        "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="uvicorn's log level; debug also logs the admin API's and the docs' requests, "
+        "and uvicorn's access lines (default warning)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        metavar="{" + ",".join(request_log.FORMATS) + "}",
+        help="the request log as text (coloured on a terminal unless NO_COLOR is set) or as "
+        "one JSON object per line, the rest of the output then going to stderr (default text)",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no request log (start-up and shutdown still print)"
+    )
+    parser.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let browser scripts from ORIGIN (such as http://localhost:3000, or * for any) "
+        "call the mock: answer preflights and add CORS headers (repeatable; default off)",
+    )
+    parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar="DIR|FILE|FORMAT=FILE",
+        help="when stopping, write the contract report: into a directory (contract-report.json, "
+        ".txt, .xml and .md), to a file whose suffix names its format, or as FORMAT=FILE with "
+        f"FORMAT one of {', '.join(report_files.FORMATS)} (repeatable)",
+    )
+    parser.add_argument(
+        "--fail-on-violation",
+        action="store_true",
+        help=f"exit with status {EXIT_VIOLATIONS} if any request broke the contract",
+    )
+    parser.add_argument(
+        "--min-coverage",
+        metavar="PERCENT",
+        type=_percentage,
+        default=None,
+        help=f"exit with status {EXIT_VIOLATIONS} if the requests exercised less than PERCENT "
+        "of the contract's documented statuses, query parameters and enum values",
+    )
+    parser.add_argument(
+        "--journal-budget",
+        metavar="MIB",
+        type=_mebibytes,
+        default=DEFAULT_BUDGET,
+        help="MiB the request journal may hold; the oldest entries go first (default 32)",
+    )
+
+
+def _percentage(text: str) -> float:
+    try:
+        return percentage(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="platform-mock", description="Contract-driven mock of the platform's API."
@@ -98,59 +175,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve the control plane and the gateway")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument(
-        "--port",
-        type=_whole_number,
-        default=8080,
-        help="port to bind; 0 picks a free one (default 8080)",
-    )
-    serve.add_argument(
-        "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
-    )
-    serve.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["debug", "info", "warning", "error"],
-        help="uvicorn's log level; debug also logs the admin API's and the docs' requests, "
-        "and uvicorn's access lines (default warning)",
-    )
-    serve.add_argument(
-        "--log-format",
-        default="text",
-        metavar="{" + ",".join(request_log.FORMATS) + "}",
-        help="the request log as text (coloured on a terminal unless NO_COLOR is set) or as "
-        "one JSON object per line (default text)",
-    )
-    serve.add_argument(
-        "--quiet", action="store_true", help="no request log (start-up and shutdown still print)"
-    )
-    serve.add_argument(
-        "--cors",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="let browser scripts from ORIGIN (such as http://localhost:3000, or * for any) "
-        "call the mock: answer preflights and add CORS headers (repeatable; default off)",
-    )
-    serve.add_argument(
-        "--report",
-        metavar="PATH",
-        help="on shutdown, write the contract report as JSON to PATH and a summary beside it",
-    )
-    serve.add_argument(
-        "--fail-on-violation",
-        action="store_true",
-        help=f"exit with status {EXIT_VIOLATIONS} if any request broke the contract",
-    )
-    serve.add_argument(
-        "--journal-budget",
-        metavar="MIB",
-        type=_mebibytes,
-        default=DEFAULT_BUDGET,
-        help="MiB the request journal may hold; the oldest entries go first (default 32)",
-    )
+    _serving_options(serve, default_port=8080)
     _world_options(serve)
+
+    run = commands.add_parser(
+        "run",
+        help="serve on a free port while COMMAND runs against it: platform-mock run -- COMMAND",
+        description="Start the mock on a free port, run COMMAND (given after --) with the "
+        "mock's URLs and tokens in its environment, stop the mock when COMMAND ends, write "
+        "the reports, and exit with COMMAND's status (1 if COMMAND passed but "
+        "--fail-on-violation or --min-coverage failed). The request log, on stderr, shows "
+        "failed requests (every request with --log-level debug).",
+    )
+    _serving_options(run, default_port=0)
+    _world_options(run)
 
     token = commands.add_parser("token", help="print a development token for the default user")
     chosen = token.add_mutually_exclusive_group()
@@ -197,10 +235,16 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
     problem = None if prefix is None else _gateway_prefix_problem(prefix)
     if problem:
         return EXIT_USAGE, f"--gateway-prefix {prefix!r}: {problem}"
-    report = getattr(args, "report", None)
-    problem = None if report is None else _report_problem(report)
-    if problem:
-        return EXIT_USAGE, f"--report {report!r}: {problem}"
+    reports = getattr(args, "report", [])
+    try:
+        # Kept for the end of the run, where each is written.
+        args.report_targets = report_files.targets(reports)
+    except report_files.TargetError as exc:
+        return EXIT_USAGE, f"--report: {exc}"
+    for path in args.report_targets.values():
+        problem = report_files.target_problem(path)
+        if problem:
+            return EXIT_USAGE, f"--report: {problem}"
     log_format = getattr(args, "log_format", None)
     if log_format is not None and log_format not in request_log.FORMATS:
         return EXIT_USAGE, f"--log-format {log_format!r}: one of {', '.join(request_log.FORMATS)}"
@@ -227,49 +271,16 @@ def _gateway_prefix_problem(prefix: str) -> str | None:
     return None
 
 
-def _report_problem(report: str) -> str | None:
-    """Why the report and its summary could not be written at shutdown, if they could not.
-
-    A missing directory is no problem, the report creates it; its nearest existing ancestor
-    must be a directory the process may write in. Permissions say little to root (who may
-    write anywhere, but not in /proc), so the directory is then tried for real with a file
-    made and removed at once; only the directories the report needs anyway may be left."""
-    json_path = Path(report)
-    if json_path.name in ("", ".."):
-        return "not a file name"
-    text_path = json_path.with_suffix(".txt")
-    # Compared regardless of case: on macOS and Windows, report.TXT is report.txt.
-    if str(text_path).casefold() == str(json_path).casefold():
-        return f"the summary is written beside the report as {text_path}, over the report"
-    for path in (json_path, text_path):
-        if path.is_dir():
-            return f"{path} is a directory"
-        if path.exists() and not os.access(path, os.W_OK):
-            return f"{path} is not writable"
-    directory = json_path.parent
-    while not directory.exists() and directory != directory.parent:
-        directory = directory.parent
-    if not directory.is_dir():
-        return f"{directory} is not a directory"
-    if not os.access(directory, os.W_OK | os.X_OK):
-        return f"cannot write in {directory}"
-    try:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=json_path.parent):
-            pass
-    except OSError as exc:
-        return f"cannot write in {json_path.parent}: {exc.strerror or exc}"
-    return None
-
-
 class _Server(uvicorn.Server):
     """uvicorn, announcing when it is ready and exiting with 0 after a stop signal, and at
     once after a second one."""
 
+    out: IO[str] = sys.stdout
+
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         # Printed once the stop signals are handled, so a script may send one at once.
-        print("Press Ctrl-C to stop.", flush=True)
+        print("Press Ctrl-C to stop.", file=self.out, flush=True)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit:
@@ -308,30 +319,46 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_CANNOT_BIND
+    # Standard output is the JSON log's alone: a reader takes each of its lines as a record.
+    out = sys.stderr if args.log_format == "json" else sys.stdout
     host, port = sock.getsockname()[:2]
+    _banner(mock, args, host, port, out)
+    if not args.quiet:
+        request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
+    config = uvicorn_config(mock, log_level=args.log_level)
+    server = _Server(config)
+    server.out = out
+    server.run(sockets=[sock])
+    return _finish(mock, args, out)
+
+
+def _base_url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
-    base = f"http://{shown}:{port}"
+    return f"http://{shown}:{port}"
+
+
+def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, out: IO[str]):
+    base = _base_url(host, port)
     gateway = f"{base}{mock.gateway_prefix}"
-    print(f"platform-mock {__version__} (seed {args.seed})")
-    print(f"  fixtures:      {_fixture_files(args)}")
-    print(f"  world:         {_world_summary(mock.store)}")
-    print(f"  control plane: {base}{CONTROL_PLANE_PREFIX}")
-    print(f"  gateway:       {gateway}")
-    print(f"  API docs:      {base}/docs/  and  {gateway}/docs/")
+    lines = [
+        f"platform-mock {__version__} (seed {args.seed})",
+        f"  fixtures:      {_fixture_files(args)}",
+        f"  world:         {_world_summary(mock.store)}",
+        f"  control plane: {base}{CONTROL_PLANE_PREFIX}",
+        f"  gateway:       {gateway}",
+        f"  API docs:      {base}/docs/  and  {gateway}/docs/",
+    ]
     if args.cors:
-        print(f"  CORS origins:  {', '.join(args.cors)}")
-    print(f"  token:         {_user_token(mock) or NO_USER}")
-    print(f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}/__admin)")
+        lines.append(f"  CORS origins:  {', '.join(args.cors)}")
+    lines += [
+        f"  token:         {_user_token(mock) or NO_USER}",
+        f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}{ADMIN_PREFIX})",
+    ]
+    print("\n".join(lines), file=out, flush=True)
     if not _is_loopback(args.host):
         print(
             f"  warning: listening on {args.host}, reachable from other machines", file=sys.stderr
         )
-    sys.stdout.flush()
-    if not args.quiet:
-        request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
-    config = uvicorn_config(mock, log_level=args.log_level)
-    _Server(config).run(sockets=[sock])
-    return _finish(mock, args)
 
 
 def _fixture_files(args: argparse.Namespace) -> str:
@@ -361,19 +388,125 @@ def _world_summary(store: Store) -> str:
     )
 
 
-def _finish(mock: PlatformMock, args: argparse.Namespace) -> int:
-    """Write the contract report, and say whether the clients kept the contract."""
-    violations = mock.report.violation_count
-    if args.report:
+def _finish(mock: PlatformMock, args: argparse.Namespace, out: IO[str]) -> int:
+    """Write the contract report, and say whether the clients kept the contract and
+    exercised as much of it as asked: the exit status of the mock's part of a run."""
+    report = mock.report.to_dict()
+    status = 0
+    if args.report_targets:
         try:
-            json_path, text_path = mock.report.write(args.report)
+            written = report_files.write(report, args.report_targets)
         except OSError as exc:  # checked at start; the disk may have changed since
             print(f"platform-mock: cannot write the contract report: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"platform-mock: contract report written to {json_path} and {text_path}")
+            status = EXIT_USAGE
+        else:
+            shown = ", ".join(map(str, written))
+            print(f"platform-mock: contract report written to {shown}", file=out)
+    if args.command == "run" or args.report or args.fail_on_violation or args.min_coverage:
+        try:
+            annotations = report_files.github(report)
+        except OSError as exc:
+            print(f"platform-mock: cannot write the job summary: {exc}", file=sys.stderr)
+            status = status or EXIT_USAGE
+        else:
+            # GitHub reads workflow commands from standard output.
+            print("\n".join(annotations), file=sys.stdout, end="\n" if annotations else "")
+    violations = report["summary"]["violations"]
     if violations:
         print(f"platform-mock: {violations} request(s) broke the contract", file=sys.stderr)
-    return EXIT_VIOLATIONS if violations and args.fail_on_violation else 0
+    reasons = failures(
+        report, fail_on_violation=args.fail_on_violation, min_coverage=args.min_coverage
+    )
+    for reason in reasons:
+        print(f"platform-mock: {reason}", file=sys.stderr)
+    short = args.min_coverage is not None and coverage(report) < args.min_coverage
+    if short and args.command == "serve":  # `run` has shown the whole report
+        for line in gaps(report):
+            print(f"  never exercised: {line}", file=sys.stderr)
+    return status or (EXIT_VIOLATIONS if reasons else 0)
+
+
+def coordinates(server: BackgroundServer) -> dict[str, str]:
+    """The environment a command run against the mock gets: the mock's URLs and tokens, also
+    under the names the platform's SDK (`TFY_*`) and the OpenAI client (`OPENAI_*`) read."""
+    mock = server.mock
+    base = _base_url(server.host, server.port)
+    token = _user_token(mock)
+    found = {
+        "PLATFORM_MOCK_URL": base,
+        "PLATFORM_MOCK_API_URL": base + CONTROL_PLANE_PREFIX,
+        "PLATFORM_MOCK_GATEWAY_URL": base + mock.gateway_prefix,
+        "PLATFORM_MOCK_ADMIN_URL": base + ADMIN_PREFIX,
+        "PLATFORM_MOCK_ADMIN_TOKEN": mock.auth.admin_token(),
+        "TFY_HOST": base,
+        "OPENAI_BASE_URL": base + mock.gateway_prefix,
+    }
+    if token is not None:  # a world without users has no user token to give
+        found |= {"PLATFORM_MOCK_TOKEN": token, "TFY_API_KEY": token, "OPENAI_API_KEY": token}
+    return found
+
+
+def run(args: argparse.Namespace, command: list[str]) -> int:
+    """Serve on a thread while `command` runs against the mock; COMMAND's exit status, or
+    1 when it passed but the contract checks asked for failed."""
+    mock = PlatformMock(_config(args))
+    try:
+        server = BackgroundServer(mock, args.host, args.port)
+    except OSError as exc:
+        print(
+            f"platform-mock: cannot listen on {args.host}:{args.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return EXIT_CANNOT_BIND
+    # Standard output is the command's; the mock speaks on standard error.
+    _banner(mock, args, server.host, server.port, sys.stderr)
+    if not args.quiet:
+        request_log.configure(
+            sys.stderr, args.log_format, debug=args.log_level == "debug", failures_only=True
+        )
+    with server:
+        status = _run_command(command, {**os.environ, **coordinates(server)})
+    print(report_files.text(mock.report.to_dict()), file=sys.stderr, end="")
+    checked = _finish(mock, args, sys.stderr)
+    return status or checked
+
+
+# Signals a run passes on to its command: the command decides how to stop, and the mock
+# stops once it has.
+_PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _run_command(command: list[str], env: dict[str, str]) -> int:
+    """Run `command` to its end, passing stop signals on; its exit status, 128 + N when
+    signal N ended it (as a shell reports it).
+
+    On a terminal the command shares this process group, so Ctrl-C reaches it from the
+    terminal and is not passed on a second time. Elsewhere (CI) it leads its own group and
+    each signal goes to the whole group: a `sh -c` command's children stop too."""
+    own_group = not sys.stdin.isatty()
+    try:
+        child = subprocess.Popen(command, env=env, process_group=0 if own_group else None)
+    except FileNotFoundError:
+        print(f"platform-mock: cannot run {command[0]}: command not found", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except OSError as exc:
+        print(f"platform-mock: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+
+    def pass_on(sig: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+            if own_group:
+                os.killpg(child.pid, sig)
+            elif sig != signal.SIGINT:
+                child.send_signal(sig)
+
+    previous = {sig: signal.signal(sig, pass_on) for sig in _PASSED_ON}
+    try:
+        returncode = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return EXIT_FORCED - returncode if returncode < 0 else returncode
 
 
 def _user_token(mock: PlatformMock) -> str | None:
@@ -403,14 +536,25 @@ def token(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # `run`'s command is everything after the first `--`, options included, untouched.
+    split = arguments.index("--") if "--" in arguments else len(arguments)
+    parser = build_parser()
+    args = parser.parse_args(arguments[:split])
+    command = arguments[split + 1 :]
+    if args.command == "run" and not command:
+        parser.error("run needs a command after --: platform-mock run [options] -- COMMAND ...")
+    if args.command != "run" and split < len(arguments):
+        parser.error(f"{args.command} takes no command; did you mean: platform-mock run ... --")
     refused = _refusal(args)
     if refused:
         status, message = refused
         print(f"platform-mock: {message}", file=sys.stderr)
         return status
     try:
-        return serve(args) if args.command == "serve" else token(args)
+        if args.command == "serve":
+            return serve(args)
+        return run(args, command) if args.command == "run" else token(args)
     except FixtureError as exc:
         print(f"platform-mock: invalid fixtures:\n{exc}", file=sys.stderr)
         return EXIT_BAD_FIXTURES

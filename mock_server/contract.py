@@ -36,6 +36,9 @@ class Operation:
     path: str = ""  # the document's path template, `{name}` for each path parameter
     document: str = ""  # the spec document that holds it
     body: bool = False  # whether it takes a request body
+    query: tuple[str, ...] = ()  # the query parameters, which a client may leave out
+    # The closed sets of values of query parameters (an enum, or an array of one), by name.
+    enums: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def check_parameters(self, names: Iterable[str]) -> None:
         """Raises ValueError naming any of `names` that is not a parameter of this operation
@@ -65,12 +68,19 @@ def component(name: str, schema: str) -> dict[str, Any]:
     return resolve_refs(spec(name))["components"]["schemas"][schema]
 
 
+def _enum(schema: dict[str, Any]) -> tuple[str, ...]:
+    """The values a parameter of this schema may take, if they are a closed set of strings."""
+    values = schema.get("items", {}).get("enum") if schema.get("type") == "array" else None
+    return tuple(map(str, values or schema.get("enum") or ()))
+
+
 def _operations_of(name: str) -> Iterator[Operation]:
-    for path, item in _parsed(name)["paths"].items():
+    for path, item in resolve_refs(spec(name))["paths"].items():
         for method, operation in item.items():
             if method not in METHODS:
                 continue
             in_url = [p for p in operation.get("parameters", []) if p["in"] in ("path", "query")]
+            query = [p for p in in_url if p["in"] == "query"]
             yield Operation(
                 operation["operationId"],
                 frozenset(int(status) for status in operation["responses"]),
@@ -82,6 +92,8 @@ def _operations_of(name: str) -> Iterator[Operation]:
                 path,
                 name,
                 "requestBody" in operation,
+                tuple(p["name"] for p in query),
+                tuple((p["name"], values) for p in query if (values := _enum(p.get("schema", {})))),
             )
 
 

@@ -3,44 +3,66 @@
 Installing the package registers it (entry point `pytest11`). The `platform_mock` fixture
 resets the world, the journal and the faults *before* each test and hands the test
 everything it needs; the `platform_mock` marker picks extra fixture files and a seed for
-one test. With `--platform-mock-report PATH` the session writes the contract report, and
-with `--platform-mock-fail-on-violation` a request that broke the contract fails the run.
+one test. With `--platform-mock-report` the session writes the contract report (in the
+formats `mock_server.report_files` names); with `--platform-mock-fail-on-violation` a
+request that broke the contract fails the test that sent it, and with
+`--platform-mock-min-coverage` too little of the contract exercised fails the session.
 Under pytest-xdist each worker has its own server; the controller merges their reports into
 one, which it writes, prints and judges as a single session would.
+
+A session that never asks for the fixture pays nothing: the web stack (and the deprecation
+warnings some of its imports raise, which are not the user's to act on) is imported only
+when the first test asks for the mock.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import sys
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
-
-from mock_server import contract, fixtures
-from mock_server.app import ADMIN_PREFIX, CONTROL_PLANE_PREFIX, MockConfig, PlatformMock
-from mock_server.faults import Fault
-from mock_server.journal import Journal
-from mock_server.report import ContractReport
-from mock_server.server import BackgroundServer
-from mock_server.state import Store
 
 if TYPE_CHECKING:
     import ssl
 
     import httpx
 
-_SERVER = pytest.StashKey[BackgroundServer]()
+    from mock_server.app import PlatformMock
+    from mock_server.faults import Fault
+    from mock_server.journal import Journal
+    from mock_server.report import ContractReport
+    from mock_server.server import BackgroundServer
+    from mock_server.state import Store
+
+_SERVER = pytest.StashKey["BackgroundServer"]()
 MARKER_OPTIONS = frozenset({"fixtures", "seed", "expect_violations"})
 # Under pytest-xdist: each worker's report, handed to the controller, and their merge.
 _WORKER_OUTPUT = "platform_mock_report"
 _WORKER_REPORTS = pytest.StashKey[list[dict[str, Any]]]()
-_MERGED = pytest.StashKey[ContractReport]()
+_OUTCOME = pytest.StashKey["_Outcome"]()
 _LOST = pytest.StashKey[int]()  # workers that went down without handing a report over
 _REPORTED = pytest.StashKey[set[int]]()  # a test's violating requests its report has named
+_TARGETS = pytest.StashKey[dict[str, Path]]()  # where each format of the report goes
+_MIN_COVERAGE = pytest.StashKey[float]()
+
+
+def _quietly(module: str) -> ModuleType:
+    """A module of the mock, imported on first use without the deprecation warnings its
+    third-party imports raise (Connexion's use of jsonschema's RefResolver): those are for
+    the mock's maintainers, and would show in every user's warnings summary."""
+    if module not in sys.modules:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+            __import__(module)
+    return sys.modules[module]
 
 
 @functools.cache
@@ -71,13 +93,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--platform-mock-report",
-        metavar="PATH",
-        help="write the contract report as JSON to PATH, and a summary beside it",
+        action="append",
+        default=[],
+        metavar="DIR|FILE|FORMAT=FILE",
+        help="write the contract report: into a directory (contract-report.json, .txt, .xml "
+        "and .md), to a file whose suffix names its format, or as FORMAT=FILE with FORMAT one "
+        "of json, text, junit, markdown (repeatable)",
     )
     group.addoption(
         "--platform-mock-fail-on-violation",
         action="store_true",
-        help="fail the session if any request broke the contract",
+        help="fail each test that sent a request that broke the contract, and the session",
+    )
+    group.addoption(
+        "--platform-mock-min-coverage",
+        metavar="PERCENT",
+        default=None,
+        help="fail the session if its requests exercised less than PERCENT of the contract's "
+        "documented statuses, query parameters and enum values",
     )
     parser.addini("platform_mock_seed", "seed of the mock's world", default="0")
     parser.addini(
@@ -86,6 +119,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The report's options are checked before any test runs, as the command checks them.
+    minimum = config.getoption("--platform-mock-min-coverage")
+    if minimum is not None:
+        try:
+            config.stash[_MIN_COVERAGE] = _quietly("mock_server.report").percentage(minimum)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--platform-mock-min-coverage: {exc}") from None
+    if config.getoption("--platform-mock-report"):
+        report_files = _quietly("mock_server.report_files")
+        try:
+            targets = report_files.targets(config.getoption("--platform-mock-report"))
+        except report_files.TargetError as exc:
+            raise pytest.UsageError(f"--platform-mock-report: {exc}") from None
+        for path in targets.values():
+            problem = report_files.target_problem(path)
+            if problem:
+                raise pytest.UsageError(f"--platform-mock-report: {problem}")
+        config.stash[_TARGETS] = targets
     config.addinivalue_line(
         "markers",
         "platform_mock(fixtures=[...], seed=N, expect_violations=False): extra fixture files "
@@ -150,8 +201,9 @@ def platform_mock_server(pytestconfig: pytest.Config) -> Iterator[BackgroundServ
     """The mock for the whole session, served on a free loopback port."""
     paths = [*pytestconfig.getini("platform_mock_fixtures")]
     paths += pytestconfig.getoption("--platform-mock-fixtures")
-    mock = PlatformMock(MockConfig(seed=_session_seed(pytestconfig), fixtures=paths))
-    with BackgroundServer(mock) as server:
+    app = _quietly("mock_server.app")
+    mock = app.PlatformMock(app.MockConfig(seed=_session_seed(pytestconfig), fixtures=paths))
+    with _quietly("mock_server.server").BackgroundServer(mock) as server:
         pytestconfig.stash[_SERVER] = server
         yield server
 
@@ -174,7 +226,7 @@ class MockHandle:
     @property
     def api_url(self) -> str:
         """Base URL of the control plane (`.../api/svc/v1`)."""
-        return self.server.url + CONTROL_PLANE_PREFIX
+        return self.server.url + _quietly("mock_server.app").CONTROL_PLANE_PREFIX
 
     @property
     def gateway_url(self) -> str:
@@ -183,7 +235,7 @@ class MockHandle:
 
     @property
     def admin_url(self) -> str:
-        return self.server.url + ADMIN_PREFIX
+        return self.server.url + _quietly("mock_server.app").ADMIN_PREFIX
 
     @property
     def token(self) -> str:
@@ -245,6 +297,7 @@ def platform_mock(
             f"expect_violations=True, not {', '.join(unknown)}"
         )
     base = Path(request.node.path).parent
+    fixtures = _quietly("mock_server.fixtures")
     extra = [fixtures.load(base / path) for path in options.get("fixtures", [])]
     mock.reset(seed=options.get("seed", _session_seed(request.config)), extra=extra)
     mock.journal.label = request.node.nodeid
@@ -254,11 +307,6 @@ def platform_mock(
     yield MockHandle(platform_mock_server)
     # A request a later test sends without this fixture is not this test's.
     mock.journal.label, mock.journal.expecting = None, False
-
-
-def _report_path(config: pytest.Config) -> Path | None:
-    path = config.getoption("--platform-mock-report")
-    return Path(path) if path else None
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -276,20 +324,44 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         node.config.stash.setdefault(_WORKER_REPORTS, []).append(json.loads(handed))
 
 
-def _session_report(config: pytest.Config) -> ContractReport | None:
-    """The session's report: its own mock's, or (xdist controller) the workers' merged."""
+def _session_report(config: pytest.Config) -> dict[str, Any] | None:
+    """The session's report (`to_dict()`): its own mock's, or (xdist controller) the
+    workers' merged; None if no test used the mock."""
     server = config.stash.get(_SERVER, None)
     if server is not None:
-        return server.mock.report
-    if _MERGED not in config.stash:
-        reports = config.stash.get(_WORKER_REPORTS, [])
-        if not reports:
-            return None
-        merged = ContractReport(contract.operations())
-        for report in reports:
-            merged.absorb(report)
-        config.stash[_MERGED] = merged
-    return config.stash[_MERGED]
+        return server.mock.report.to_dict()
+    reports = config.stash.get(_WORKER_REPORTS, [])
+    if not reports:
+        return None
+    merged = _empty_report()
+    for report in reports:
+        merged.absorb(report)
+    return merged.to_dict()
+
+
+def _empty_report() -> ContractReport:
+    contract = _quietly("mock_server.contract")
+    return _quietly("mock_server.report").ContractReport(contract.operations())
+
+
+@dataclass
+class _Outcome:
+    """What the session's end made of the report, for its terminal summary."""
+
+    report: dict[str, Any]
+    written: list[Path]
+    reasons: list[str]  # why the session fails on the report, if it does
+    annotations: list[str]  # GitHub's, to print
+    problems: list[str]  # files that could not be written
+
+
+def _asked(config: pytest.Config) -> bool:
+    """Whether the session asked for the contract report or for its checks."""
+    return bool(
+        config.getoption("--platform-mock-report")
+        or config.getoption("--platform-mock-fail-on-violation")
+        or _MIN_COVERAGE in config.stash
+    )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -302,15 +374,31 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.workeroutput[_WORKER_OUTPUT] = handed  # type: ignore[attr-defined]
         return
     fail_on_violation = config.getoption("--platform-mock-fail-on-violation")
-    if config.stash.get(_LOST, 0) and fail_on_violation:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # what was lost cannot be vouched for
+    failed = bool(config.stash.get(_LOST, 0) and fail_on_violation)  # lost: not vouched for
     report = _session_report(config)
-    if report is None:
-        return
-    path = _report_path(config)
-    if path is not None:
-        report.write(path)
-    if report.violation_count and fail_on_violation:
+    if report is None and _MIN_COVERAGE in config.stash:
+        report = _empty_report().to_dict()  # no test used the mock: nothing was covered
+    if report is not None:
+        report_files = _quietly("mock_server.report_files")
+        outcome = _Outcome(report, [], [], [], [])
+        try:
+            outcome.written = report_files.write(report, config.stash.get(_TARGETS, {}))
+        except OSError as exc:  # checked at start; the disk may have changed since
+            outcome.problems.append(f"cannot write the contract report: {exc}")
+        if _asked(config):
+            try:
+                outcome.annotations = report_files.github(report)
+            except OSError as exc:
+                outcome.problems.append(f"cannot write the job summary: {exc}")
+        outcome.reasons = _quietly("mock_server.report").failures(
+            report,
+            fail_on_violation=fail_on_violation,
+            min_coverage=config.stash.get(_MIN_COVERAGE, None),
+            option_prefix="--platform-mock-",
+        )
+        failed = failed or bool(outcome.reasons or outcome.problems)
+        config.stash[_OUTCOME] = outcome
+    if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -324,24 +412,25 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             "(the worker went down); the report covers the others only",
             red=True,
         )
-    report = _session_report(config)
-    if report is None:
+    outcome = config.stash.get(_OUTCOME, None)
+    if outcome is None:
         return
-    path = _report_path(config)
-    fail_on_violation = config.getoption("--platform-mock-fail-on-violation")
-    if path is not None or fail_on_violation:
+    violations = outcome.report["summary"]["violations"]
+    if _asked(config):
         terminalreporter.section("platform mock contract report")
-        terminalreporter.write(report.text())
-        if path is not None:
-            terminalreporter.write_line(f"written to {path} and {path.with_suffix('.txt')}")
-        if fail_on_violation and report.violation_count:
-            terminalreporter.write_line(
-                f"the session fails: {report.violation_count} request(s) broke the contract "
-                "(--platform-mock-fail-on-violation)",
-                red=True,
-            )
-    elif report.violation_count:
+        terminalreporter.write(_quietly("mock_server.report_files").text(outcome.report))
+        if outcome.written:
+            terminalreporter.write_line(f"written to {', '.join(map(str, outcome.written))}")
+        for line in outcome.annotations:
+            terminalreporter.write_line(line)
+        for problem in outcome.problems:
+            terminalreporter.write_line(f"platform mock: {problem}", red=True)
+        if outcome.reasons:
+            terminalreporter.write_line("the session fails:", red=True)
+            for reason in outcome.reasons:
+                terminalreporter.write_line(f"  {reason}", red=True)
+    elif violations:
         terminalreporter.write_line(
-            f"platform mock: {report.violation_count} request(s) broke the contract "
+            f"platform mock: {violations} request(s) broke the contract "
             "(--platform-mock-report PATH names them)"
         )

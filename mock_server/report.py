@@ -1,18 +1,19 @@
 """The contract report for CI: what a client's requests did to each operation of the contract.
 
 Per operation: calls, statuses returned, the requests that broke the contract (each in
-full, with the test that sent it), and which parameters and filter values were exercised.
-It accumulates for the life of the mock, across resets, and is written on shutdown.
+full, with the test that sent it), which parameters and filter values were exercised, and
+the contract's coverage: of its documented statuses, query parameters and enum values, the
+share the client's requests met. It accumulates for the life of the mock, across resets;
+`mock_server.report_files` writes it in each format.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from mock_server.contract import Operation
@@ -34,6 +35,10 @@ class _Usage:
     violation_count: int = 0
     expected_violations: int = 0  # sent on purpose by negative tests: counted apart
     made_up: int = 0  # parameter names kept that the operation does not have
+    # Coverage: what requests that kept the contract sent of the operation's query parameters
+    # and enum values (bounded: only the contract's own names and values are kept).
+    sent: set[str] = field(default_factory=set)
+    enum_values: dict[str, set[str]] = field(default_factory=dict)
 
 
 class ContractReport:
@@ -63,6 +68,8 @@ class ContractReport:
                 if name in usage.parameters or name in known or usage.made_up < MAX_VALUES:
                     usage.made_up += name not in usage.parameters and name not in known
                     self._keep(usage.parameters.setdefault(name, set()), values)
+            if declared is not None and not entry.violation:
+                self._cover(usage, declared, entry.query)
             if entry.violation and entry.expected:
                 usage.expected_violations += 1
             elif entry.violation:
@@ -82,6 +89,16 @@ class ContractReport:
                         }
                     ],
                 )
+
+    @staticmethod
+    def _cover(usage: _Usage, declared: Operation, query: dict[str, list[str]]) -> None:
+        for name in declared.query:
+            if name in query:
+                usage.sent.add(name)
+        for name, allowed in declared.enums:
+            for value in query.get(name, ()):
+                if value in allowed:
+                    usage.enum_values.setdefault(name, set()).add(value)
 
     @staticmethod
     def _keep(seen: set[str], values: list[str]) -> None:
@@ -105,6 +122,10 @@ class ContractReport:
                 usage.violation_count += theirs["violations"]
                 usage.expected_violations += theirs.get("expectedViolations", 0)
                 self._keep_violations(usage, theirs["violatingRequests"])
+                covered = theirs["coverage"]
+                usage.sent.update(covered["parametersSent"])
+                for name, values in covered["enumValuesSent"].items():
+                    usage.enum_values.setdefault(name, set()).update(values)
             self._absorbed_drops += other.get("journal", {}).get("droppedEntries", 0)
 
     @property
@@ -114,7 +135,7 @@ class ContractReport:
 
     def to_dict(self) -> dict[str, Any]:
         with self._lock:
-            operations = {}
+            operations: dict[str, dict[str, Any]] = {}
             for op_id, usage in self._usage.items():
                 declared = self._operations.get(op_id)
                 used = sorted(usage.parameters)
@@ -129,7 +150,11 @@ class ContractReport:
                         p for p in (declared.parameters if declared else ()) if p not in used
                     ],
                 }
+                if declared is not None:
+                    operations[op_id]["coverage"] = _coverage(declared, usage)
             called = [op for op in self._operations if self._usage[op].calls]
+            covered = sum(operations[op]["coverage"]["covered"] for op in self._operations)
+            total = sum(operations[op]["coverage"]["total"] for op in self._operations)
             journal = self.journal_stats() if self.journal_stats else {}
             journal["droppedEntries"] = journal.get("droppedEntries", 0) + self._absorbed_drops
             return {
@@ -140,55 +165,124 @@ class ContractReport:
                     "operationsCalled": len(called),
                     "operationsInContract": len(self._operations),
                     "operationsNotCalled": [op for op in self._operations if op not in called],
+                    "coverage": {
+                        "covered": covered,
+                        "total": total,
+                        "percent": percent(covered, total),
+                    },
                 },
                 "operations": operations,
                 # The report counts every request; the journal kept only the newest.
                 "journal": journal,
             }
 
-    def text(self) -> str:
-        """A readable summary, naming each request that broke the contract."""
-        report = self.to_dict()
-        summary = report["summary"]
-        lines = [
-            f"Contract report: {summary['requests']} request(s), "
-            f"{summary['violations']} contract violation(s), "
-            f"{summary['operationsCalled']}/{summary['operationsInContract']} operations called",
-            "",
-        ]
-        if summary["expectedViolations"]:
-            lines[-1:-1] = [
-                f"  ({summary['expectedViolations']} more request(s) broke it on purpose, in "
-                "tests marked expect_violations)"
-            ]
-        for op_id, usage in report["operations"].items():
-            statuses = ", ".join(f"{s}x{n}" for s, n in usage["statuses"].items()) or "-"
-            lines.append(f"  {op_id:32} calls {usage['calls']:5}  statuses {statuses}")
-            if usage["parametersNotExercised"] and usage["calls"]:
-                lines.append(f"    not exercised: {', '.join(usage['parametersNotExercised'])}")
-            for violation in usage["violatingRequests"]:
-                where = f" in {violation['test']}" if violation["test"] else ""
-                outcome = f"{violation['status']} {violation['message']}"
-                lines.append(f"    VIOLATION{where}: {violation['request']} -> {outcome}")
-        if summary["operationsNotCalled"]:
-            lines += ["", f"  never called: {', '.join(summary['operationsNotCalled'])}"]
-        dropped = report["journal"]["droppedEntries"]
-        if dropped:
-            lines += [
-                "",
-                f"  journal: dropped its {dropped} oldest entries to stay within its byte "
-                "budget (this report counts every request)",
-            ]
-        return "\n".join(lines) + "\n"
 
-    def write(self, path: str | Path) -> tuple[Path, Path]:
-        """Write the JSON report to `path` and the summary beside it (`.txt`)."""
-        json_path = Path(path)
-        text_path = json_path.with_suffix(".txt")
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        text_path.write_text(self.text())
-        return json_path, text_path
+def percentage(text: str) -> float:
+    """A coverage threshold given as text: a number from 0 to 100; ValueError if not."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 100:  # also refuses nan
+        raise ValueError(f"{text!r} is not from 0 to 100")
+    return value
+
+
+def percent(part: int, whole: int) -> float:
+    """`part` of `whole` in percent, rounded down to a tenth: a report never says 100 when
+    something is missing, nor passes a threshold the figures do not reach."""
+    return math.floor(1000 * part / whole) / 10 if whole else 100.0
+
+
+def _coverage(declared: Operation, usage: _Usage) -> dict[str, Any]:
+    """What of one operation's contract the requests met: each documented status returned,
+    each query parameter sent, each value of an enum parameter sent (by requests that kept
+    the contract, for parameters and values)."""
+    statuses = sorted(declared.statuses)
+    returned = [s for s in statuses if str(s) in usage.statuses]
+    sent = [p for p in declared.query if p in usage.sent]
+    enum_sent = {
+        name: [v for v in allowed if v in usage.enum_values.get(name, ())]
+        for name, allowed in declared.enums
+    }
+    enum_missing = {
+        name: [v for v in allowed if v not in usage.enum_values.get(name, ())]
+        for name, allowed in declared.enums
+    }
+    total = len(statuses) + len(declared.query) + sum(len(v) for _, v in declared.enums)
+    covered = len(returned) + len(sent) + sum(map(len, enum_sent.values()))
+    return {
+        "covered": covered,
+        "total": total,
+        "percent": percent(covered, total),
+        "statusesReturned": returned,
+        "statusesNotReturned": [s for s in statuses if s not in returned],
+        "parametersSent": sent,
+        "parametersNotSent": [p for p in declared.query if p not in sent],
+        "enumValuesSent": {k: v for k, v in enum_sent.items() if v},
+        "enumValuesNotSent": {k: v for k, v in enum_missing.items() if v},
+    }
+
+
+def failures(
+    report: dict[str, Any],
+    *,
+    fail_on_violation: bool,
+    min_coverage: float | None,
+    option_prefix: str = "--",
+) -> list[str]:
+    """Why a run that asked for these checks fails on this report (`to_dict()`), if it
+    does: one line per reason (`gaps` names what was never exercised). The options are
+    named with `option_prefix` (`--platform-mock-` under pytest)."""
+    summary = report["summary"]
+    reasons = []
+    if fail_on_violation and summary["violations"]:
+        reasons.append(
+            f"{summary['violations']} request(s) broke the contract "
+            f"({option_prefix}fail-on-violation)"
+        )
+    figures = summary["coverage"]
+    if min_coverage is not None and figures["percent"] < min_coverage:
+        reasons.append(
+            f"contract coverage {figures['percent']}% is below {option_prefix}min-coverage "
+            f"{min_coverage:g}% "
+            f"({figures['covered']} of {figures['total']} documented statuses, query "
+            "parameters and enum values exercised)"
+        )
+    return reasons
+
+
+def coverage(report: dict[str, Any]) -> float:
+    """The session's coverage figure, in percent (of `to_dict()`)."""
+    return float(report["summary"]["coverage"]["percent"])
+
+
+def gaps(report: dict[str, Any]) -> list[str]:
+    """What the requests never exercised, one line per operation (of `to_dict()`)."""
+    lines = []
+    for op_id, usage in report["operations"].items():
+        missing = operation_gaps(usage)
+        if missing:
+            lines.append(f"{op_id}: {missing}")
+    return lines
+
+
+def operation_gaps(usage: dict[str, Any]) -> str:
+    """What the requests never exercised of one operation (of `to_dict()["operations"]`)."""
+    coverage = usage.get("coverage")
+    if not coverage or coverage["covered"] == coverage["total"]:
+        return ""
+    if not usage["calls"]:
+        return "never called"
+    missing = []
+    if coverage["statusesNotReturned"]:
+        statuses = ", ".join(map(str, coverage["statusesNotReturned"]))
+        missing.append(f"status {statuses} never returned")
+    if coverage["parametersNotSent"]:
+        missing.append(f"parameter {', '.join(coverage['parametersNotSent'])} never sent")
+    for name, values in coverage["enumValuesNotSent"].items():
+        missing.append(f"{name}={'|'.join(values)} never sent")
+    return "; ".join(missing)
 
 
 def _shown_body(raw: bytes) -> Any:

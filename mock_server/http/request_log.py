@@ -269,8 +269,16 @@ def discards(stream: IO[str]) -> bool:
         return False
 
 
-def configure(stream: IO[str], log_format: str = "text", *, debug: bool = False) -> None:
-    """Log requests to `stream`: the platform's at INFO, and with `debug` the others too.
+def _failed(record: logging.LogRecord) -> bool:
+    line = record.msg
+    return not isinstance(line, RequestLine) or line.status is None or line.status >= 400
+
+
+def configure(
+    stream: IO[str], log_format: str = "text", *, debug: bool = False, failures_only: bool = False
+) -> None:
+    """Log requests to `stream`: the platform's at INFO, and with `debug` the others too;
+    with `failures_only` (and not `debug`), only those answered 4xx or 5xx, or dropped.
     Nothing is logged when `stream` is the null device (a benchmark's output)."""
     if log_format not in FORMATS:
         raise ValueError(f"log format {log_format!r} is not one of {', '.join(FORMATS)}")
@@ -280,6 +288,8 @@ def configure(stream: IO[str], log_format: str = "text", *, debug: bool = False)
     handler.setFormatter(
         JSONFormatter() if log_format == "json" else TextFormatter(wants_colour(stream))
     )
+    if failures_only and not debug:
+        handler.addFilter(_failed)
     for old in list(logger.handlers):
         logger.removeHandler(old)
     logger.addHandler(handler)
