@@ -282,7 +282,13 @@ def reported(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> Inne
     return run_once(
         inner_runs,
         "reported",
-        lambda: contract_session(pytester, "--platform-mock-report", "report.json"),
+        lambda: contract_session(
+            pytester,
+            "--platform-mock-report",
+            "report.json",
+            "--platform-mock-report",
+            "report.txt",
+        ),
     )
 
 
@@ -438,7 +444,7 @@ def test_terminal_summary_names_the_violating_request(reported):
             "Contract report: 2 request(s), 1 contract violation(s)*",
             "*VIOLATION in test_contract.py::test_breaks_the_contract: "
             f"GET {TOKENS_PATH} -> 400 *bogus*",
-            "written to report.json and report.txt",
+            "written to report.json, report.txt",
         ]
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import signal
 import time
 from dataclasses import dataclass
@@ -13,9 +14,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mock_server import contract
+from mock_server import contract, report_files
 from mock_server.journal import Entry, Journal
-from mock_server.report import MAX_VALUES, MAX_VIOLATIONS, UNROUTED, ContractReport
+from mock_server.report import (
+    MAX_VALUES,
+    MAX_VIOLATIONS,
+    UNROUTED,
+    ContractReport,
+    failures,
+    gaps,
+    percent,
+)
 from tests.test_catalog import send_example
 from tests.test_cli import start
 
@@ -31,6 +40,10 @@ BOGUS_DETAILS = [
 ]
 
 _seq = itertools.count(1)
+
+
+def text(report: ContractReport) -> str:
+    return report_files.text(report.to_dict())
 
 
 def entry(
@@ -215,7 +228,7 @@ def test_report_says_when_the_journal_dropped_entries(report):
     for _ in range(3):
         journal.record(token_request())
     assert report.to_dict()["journal"] == {"budgetBytes": 1, "droppedEntries": 2}
-    assert "journal: dropped its 2 oldest entries" in report.text()
+    assert "journal: dropped its 2 oldest entries" in text(report)
 
 
 def test_violation_list_is_capped_but_every_violation_is_counted(report):
@@ -276,6 +289,118 @@ def test_operation_never_called_exercised_no_parameter(report):
     )
 
 
+# -- coverage --------------------------------------------------------------------------------
+
+
+def job_runs_request(query: dict[str, list[str]], **kwargs) -> Entry:
+    return entry("listJobRuns", JOB_RUNS_PATH, query=query, path_params={"jobId": JOB_ID}, **kwargs)
+
+
+def test_coverage_counts_each_documented_status_returned(report):
+    result = fed(report, token_request(), token_request(status=401, code=40101, message="No"))
+    coverage = result["operations"]["getOrCreatePersonalAccessToken"]["coverage"]
+    assert (coverage["statusesReturned"], coverage["statusesNotReturned"]) == (
+        [200, 401],
+        [400, 500, 503],
+    )
+
+
+def test_coverage_counts_query_parameters_sent_not_path_parameters(report):
+    result = fed(report, job_runs_request({"limit": ["10"], "order": ["asc"]}))
+    coverage = result["operations"]["listJobRuns"]["coverage"]
+    assert coverage["parametersSent"] == ["limit", "order"]
+    assert "jobId" not in coverage["parametersSent"] + coverage["parametersNotSent"]
+
+
+def test_coverage_counts_each_enum_value_sent(report):
+    result = fed(report, job_runs_request({"status": ["RUNNING", "FAILED"], "order": ["asc"]}))
+    coverage = result["operations"]["listJobRuns"]["coverage"]
+    assert coverage["enumValuesSent"] == {"order": ["asc"], "status": ["RUNNING", "FAILED"]}
+    assert coverage["enumValuesNotSent"]["order"] == ["desc"]
+
+
+def test_coverage_ignores_what_a_violating_request_sent(report):
+    violating = job_runs_request(
+        {"order": ["asc"], "bogus": ["1"]}, status=400, code=40001, message=BOGUS_MESSAGE
+    )
+    result = fed(report, violating)
+    coverage = result["operations"]["listJobRuns"]["coverage"]
+    assert (coverage["parametersSent"], coverage["enumValuesSent"]) == ([], {})
+    assert coverage["statusesReturned"] == [400]  # the client did see the 400
+
+
+def test_coverage_figure_is_covered_over_total_across_the_contract(report):
+    result = fed(report, token_request(), job_runs_request({"order": ["desc"]}))
+    operations = result["operations"]
+    covered = sum(operations[op]["coverage"]["covered"] for op in contract.operations())
+    total = sum(operations[op]["coverage"]["total"] for op in contract.operations())
+    assert (covered, total) == (4, len_contract_items())  # 200 twice, order, order=desc
+    assert result["summary"]["coverage"] == {
+        "covered": 4,
+        "total": total,
+        "percent": math.floor(1000 * 4 / total) / 10,
+    }
+
+
+def len_contract_items() -> int:
+    """Documented statuses, query parameters and enum values of the whole contract."""
+    return sum(
+        len(op.statuses) + len(op.query) + sum(len(values) for _, values in op.enums)
+        for op in contract.operations().values()
+    )
+
+
+@pytest.mark.parametrize(
+    ("part", "whole", "shown"),
+    [
+        pytest.param(1, 3, 33.3, id="rounded-down"),
+        pytest.param(2, 3, 66.6, id="never-rounded-up"),
+        pytest.param(999, 1000, 99.9, id="never-100-with-a-gap"),
+        pytest.param(0, 0, 100.0, id="nothing-to-cover"),
+    ],
+)
+def test_percent_rounds_down_to_a_tenth(part, whole, shown):
+    assert percent(part, whole) == shown
+
+
+def test_absorbed_reports_merge_their_coverage(report):
+    first = ContractReport(contract.operations())
+    first.add(job_runs_request({"order": ["asc"]}))
+    second = ContractReport(contract.operations())
+    second.add(job_runs_request({"order": ["desc"]}, status=404, code=40406, message="No job"))
+    report.absorb(first.to_dict())
+    report.absorb(second.to_dict())
+    coverage = report.to_dict()["operations"]["listJobRuns"]["coverage"]
+    assert coverage["enumValuesSent"] == {"order": ["asc", "desc"]}
+    assert coverage["statusesReturned"] == [200, 404]
+
+
+@pytest.mark.parametrize(
+    ("fail_on_violation", "min_coverage", "expected"),
+    [
+        pytest.param(False, None, [], id="nothing-asked"),
+        pytest.param(
+            True, None, ["1 request(s) broke the contract (--fail-on-violation)"], id="violation"
+        ),
+        pytest.param(False, 50.0, ["contract coverage"], id="below-min-coverage"),
+        pytest.param(False, 0.0, [], id="at-min-coverage"),
+    ],
+)
+def test_failures_name_each_check_that_failed(report, fail_on_violation, min_coverage, expected):
+    result = fed(report, bogus_token_request())
+    reasons = failures(result, fail_on_violation=fail_on_violation, min_coverage=min_coverage)
+    assert len(reasons) == len(expected)
+    assert all(reason.startswith(start) for reason, start in zip(reasons, expected, strict=True))
+
+
+def test_gaps_name_what_each_operation_never_exercised(report):
+    result = fed(report, job_runs_request({"order": ["asc"]}))
+    lines = gaps(result)
+    assert "deleteSecretGroup: never called" in lines
+    (job_runs,) = [line for line in lines if line.startswith("listJobRuns: ")]
+    assert "order=desc never sent" in job_runs and "status 400, 401" in job_runs
+
+
 # -- requests no operation matched -----------------------------------------------------------
 
 
@@ -316,20 +441,23 @@ def test_summary_counts_requests_violations_and_operations(report):
         "operationsNotCalled": [
             op for op in everything if op not in ("getOrCreatePersonalAccessToken", "listJobRuns")
         ],
+        "coverage": result["summary"]["coverage"],  # its own tests are below
     }
 
 
 def test_text_first_line_gives_the_counts(report):
     fed(report, token_request(), bogus_token_request(), unrouted_request())
-    assert report.text().splitlines()[0] == (
+    coverage = report.to_dict()["summary"]["coverage"]
+    assert text(report).splitlines()[0] == (
         "Contract report: 3 request(s), 2 contract violation(s), "
-        f"1/{len(contract.operations())} operations called"
+        f"1/{len(contract.operations())} operations called, "
+        f"coverage {coverage['percent']}% ({coverage['covered']}/{coverage['total']})"
     )
 
 
 def test_text_names_each_violating_request_with_its_test(report):
     fed(report, token_request(), bogus_token_request("tests/a.py::test_a"), unrouted_request())
-    lines = report.text().splitlines()
+    lines = text(report).splitlines()
     assert f"    VIOLATION in tests/a.py::test_a: GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}" in lines
     assert (
         "    VIOLATION in tests/test_client.py::test_typo: GET /api/svc/v1/nope -> 404 "
@@ -340,25 +468,16 @@ def test_text_names_each_violating_request_with_its_test(report):
 
 def test_text_names_a_violating_request_sent_outside_any_test(report):
     fed(report, bogus_token_request(test=None))
-    assert f"    VIOLATION: GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}" in report.text().splitlines()
+    assert f"    VIOLATION: GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}" in text(report).splitlines()
 
 
-def test_text_lists_parameters_not_exercised_of_called_operations(report):
+def test_text_lists_what_called_operations_never_exercised(report):
     fed(report, token_request())
-    lines = report.text().splitlines()
-    assert "    not exercised: teamName" in lines
-    assert not any(line.startswith("    not exercised: jobId") for line in lines)
-
-
-def test_write_puts_json_at_the_path_and_text_beside_it(report, tmp_path):
-    fed(report, token_request(), bogus_token_request())
-    target = tmp_path / "reports" / "contract.json"
-
-    json_path, text_path = report.write(target)
-
-    assert (json_path, text_path) == (target, tmp_path / "reports" / "contract.txt")
-    assert json.loads(target.read_text()) == report.to_dict()
-    assert text_path.read_text() == report.text()
+    lines = text(report).splitlines()
+    assert (
+        "    never exercised: status 400, 401, 500, 503 never returned; parameter teamName "
+        "never sent"
+    ) in lines
 
 
 # -- platform-mock serve --report ------------------------------------------------------------
@@ -398,16 +517,21 @@ def serve_and_stop(*options: str, bogus: bool) -> Stopped:
 
 @pytest.fixture(scope="module")
 def served_report(tmp_path_factory) -> tuple[Path, Stopped]:
-    path = tmp_path_factory.mktemp("serve-report") / "report.json"
-    return path, serve_and_stop("--report", str(path), bogus=True)
+    """A `serve --report DIR` stopped after a valid and a violating request: its JSON."""
+    directory = tmp_path_factory.mktemp("serve-report") / "reports"
+    return directory / "contract-report.json", serve_and_stop(
+        "--report", str(directory), bogus=True
+    )
 
 
-def test_serve_writes_the_report_and_its_text_when_stopped(served_report):
+def test_serve_writes_every_format_into_the_report_directory_when_stopped(served_report):
     path, stopped = served_report
-    text_path = path.with_suffix(".txt")
-    assert path.is_file() and text_path.is_file()
-    assert f"contract report written to {path} and {text_path}" in stopped.stdout
-    assert text_path.read_text().startswith("Contract report: 2 request(s), 1 contract")
+    written = [path.with_suffix(suffix) for suffix in (".json", ".txt", ".xml", ".md")]
+    assert all(file.is_file() for file in written)
+    assert f"contract report written to {', '.join(map(str, written))}" in stopped.stdout
+    assert (
+        path.with_suffix(".txt").read_text().startswith("Contract report: 2 request(s), 1 contract")
+    )
 
 
 def test_serve_report_names_the_request_that_broke_the_contract(served_report):

@@ -41,6 +41,7 @@ def session(
     """Run `serve --port 0 ARGS` (its stdout a pipe, or a terminal with `tty`), send the
     `requests`, stop it, and return what it printed after its banner, line endings as `\\n`."""
     env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
+    json_lines = "json" in args  # the banner then goes to stderr, and is read there
     if tty:
         leader, follower = pty.openpty()
         stdout: int = follower
@@ -49,7 +50,7 @@ def session(
     process = subprocess.Popen(
         [sys.executable, "-m", "mock_server", "serve", "--port", "0", *args],
         stdout=stdout,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE if json_lines else subprocess.DEVNULL,
         env=env,
     )
     if tty:
@@ -60,8 +61,10 @@ def session(
         stream = process.stdout
     try:
         banner = b""
+        banner_stream = process.stderr if json_lines else stream
+        assert banner_stream is not None
         while b"Press Ctrl-C" not in banner:
-            line = stream.readline()
+            line = banner_stream.readline()
             assert line, f"serve ended early: {banner!r}"
             banner += line
         match = SERVE_OUTPUT.search(banner.decode())
@@ -91,6 +94,8 @@ def session(
             process.kill()
         process.wait()
         stream.close()
+        if process.stderr is not None:
+            process.stderr.close()
     return rest.decode().replace("\r\n", "\n")
 
 
@@ -205,6 +210,11 @@ def test_json_format_writes_one_object_per_request_with_its_fields():
     ]
     assert (unauthenticated["caller"], unauthenticated["code"]) == ("-", 40101)
     assert faulted["fault"] == "fault-1"
+
+
+def test_json_format_keeps_standard_output_for_json_lines():
+    output = session("--log-format", "json", requests=mixed_requests)
+    assert [type(json.loads(line)) for line in output.splitlines()] == [dict] * 4
 
 
 def test_quiet_prints_no_request_lines():
