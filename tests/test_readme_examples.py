@@ -1,10 +1,14 @@
-"""The README's examples run as tests: each block marked `<!-- example: python -->` (run
-against the session's server, with `TOKEN` and `ADMIN_TOKEN`) or `<!-- example: pytest -->`
-(run as a test file in a fresh pytest session, through the plugin)."""
+"""The README's examples run as tests, as a reader runs them: in an environment made by the
+quickstart's install line and the README's examples line, verbatim (with `.venv` in a
+temporary directory), each block marked `<!-- example: python -->` (a script against the
+session's server, with `TOKEN` and `ADMIN_TOKEN`) or `<!-- example: pytest -->` (a test
+file in a fresh pytest session, through the plugin). An example that needs a package the
+README does not install fails."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,10 +34,48 @@ def examples(kind: str) -> list:
     return found
 
 
+def readme_section(title: str) -> str:
+    return README.read_text().split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def install_lines() -> list[str]:
+    """The README's lines that make the examples' environment: the quickstart's install
+    (its start command left out), then the examples' own install line."""
+    (start,) = [c for c in quickstart_commands() if c.endswith("platform-mock serve")]
+    (examples_line,) = re.findall(
+        r"<!-- install: examples -->\n```sh\n(.*?)\n```", README.read_text(), re.DOTALL
+    )
+    return [start.removesuffix(" && .venv/bin/platform-mock serve"), examples_line]
+
+
+@pytest.fixture(scope="module")
+def reader_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The python of an environment made by the README's own lines, run from the clone as
+    the README says, with `.venv` moved to a temporary directory."""
+    venv = tmp_path_factory.mktemp("reader") / "venv"
+    for line in install_lines():
+        assert ".venv/" in line or ".venv " in line, line  # the path this test moves
+        done = subprocess.run(
+            line.replace(".venv", str(venv)),
+            shell=True,
+            cwd=README.parent,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
+    return venv / "bin" / "python"
+
+
 @pytest.mark.parametrize("code", examples("python"))
-def test_python_example_runs(code, server, mock):
-    namespace = {"TOKEN": mock.auth.dev_token(), "ADMIN_TOKEN": mock.auth.admin_token()}
-    exec(compile(code.replace(DOCUMENTED_URL, server.url), str(README), "exec"), namespace)
+def test_python_example_runs(code, reader_python, server, mock, tmp_path):
+    script = tmp_path / "example.py"
+    tokens = f"TOKEN = {mock.auth.dev_token()!r}\nADMIN_TOKEN = {mock.auth.admin_token()!r}\n"
+    script.write_text(tokens + code.replace(DOCUMENTED_URL, server.url))
+    done = subprocess.run(
+        [str(reader_python), str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 PYTEST_EXAMPLES = examples("pytest")
@@ -48,11 +90,13 @@ def _file_of(example_id: str) -> str:
 
 
 @pytest.mark.parametrize("code", PYTEST_EXAMPLES)
-def test_pytest_example_passes(code, pytester, request):
+def test_pytest_example_passes(code, reader_python, pytester, request):
     name = _file_of(request.node.callspec.id)
     if "result" not in _INNER:
         pytester.makepyfile(**{_file_of(p.id): p.values[0] for p in PYTEST_EXAMPLES})
-        _INNER["result"] = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+        _INNER["result"] = pytester.run(
+            reader_python, "-m", "pytest", "-p", "no:cacheprovider", "-rA", timeout=300
+        )
     result = _INNER["result"]
     outcomes = re.findall(rf"^(PASSED|FAILED|ERROR) {name}\.py::(\S+)", result.stdout.str(), re.M)
     assert outcomes, result.stdout.str()[-3000:]
@@ -60,8 +104,7 @@ def test_pytest_example_passes(code, pytester, request):
 
 
 def quickstart_commands() -> list[str]:
-    section = README.read_text().split("## Quickstart", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```sh\n(.*?)\n```", section, re.DOTALL)
+    return re.findall(r"```sh\n(.*?)\n```", readme_section("Quickstart"), re.DOTALL)
 
 
 def test_quickstart_is_two_commands():
@@ -75,7 +118,7 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 
 def test_fixture_example_loads_on_the_default_world():
-    section = README.read_text().split("## Fixtures", 1)[1].split("\n## ", 1)[0]
+    section = readme_section("Fixtures")
     (example,) = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
     store = Store(0, [*fixtures.default_fixtures(), fixtures.parse(example, "README.md")])
     nightly = store.deployments.application_named("nightly")
