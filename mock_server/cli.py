@@ -402,7 +402,8 @@ def _finish(mock: PlatformMock, args: argparse.Namespace, out: IO[str]) -> int:
         else:
             shown = ", ".join(map(str, written))
             print(f"platform-mock: contract report written to {shown}", file=out)
-    if args.command == "run" or args.report or args.fail_on_violation or args.min_coverage:
+    checked = args.fail_on_violation or args.min_coverage is not None
+    if args.command == "run" or args.report or checked:
         try:
             annotations = report_files.github(report)
         except OSError as exc:

@@ -122,10 +122,11 @@ class ContractReport:
                 usage.violation_count += theirs["violations"]
                 usage.expected_violations += theirs.get("expectedViolations", 0)
                 self._keep_violations(usage, theirs["violatingRequests"])
-                covered = theirs["coverage"]
-                usage.sent.update(covered["parametersSent"])
-                for name, values in covered["enumValuesSent"].items():
-                    usage.enum_values.setdefault(name, set()).update(values)
+                covered = theirs.get("coverage")  # none for requests no operation matched
+                if covered:
+                    usage.sent.update(covered["parametersSent"])
+                    for name, values in covered["enumValuesSent"].items():
+                        usage.enum_values.setdefault(name, set()).update(values)
             self._absorbed_drops += other.get("journal", {}).get("droppedEntries", 0)
 
     @property

@@ -375,6 +375,13 @@ def test_absorbed_reports_merge_their_coverage(report):
     assert coverage["statusesReturned"] == [200, 404]
 
 
+def test_absorbed_report_with_an_unrouted_request_merges(report):
+    worker = ContractReport(contract.operations())
+    worker.add(unrouted_request())
+    report.absorb(worker.to_dict())
+    assert report.to_dict()["operations"][UNROUTED]["calls"] == 1
+
+
 @pytest.mark.parametrize(
     ("fail_on_violation", "min_coverage", "expected"),
     [
