@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.inner import INNER_TIMEOUT, run_session
+
 pytest_plugins = ["pytester"]
 
-INNER_TIMEOUT = 120
 
 # Runs first (files run in name order): the plugin is loaded, nothing has used it yet.
 BEFORE_USE = """
@@ -82,7 +83,8 @@ def below_coverage(pytester: pytest.Pytester, inner_runs: dict[str, Inner]) -> I
 
     def run() -> Inner:
         pytester.makepyfile(test_runs=uses_mock("asc"))
-        result = pytester.runpytest_subprocess(
+        result = run_session(
+            pytester,
             "--platform-mock-min-coverage", "90", "--platform-mock-report", "reports",
             timeout=INNER_TIMEOUT,
         )  # fmt: skip
@@ -97,7 +99,8 @@ def under_xdist(pytester: pytest.Pytester, inner_runs: dict[str, Inner]) -> Inne
 
     def run() -> Inner:
         pytester.makepyfile(test_asc=uses_mock("asc"), test_desc=uses_mock("desc"))
-        result = pytester.runpytest_subprocess(
+        result = run_session(
+            pytester,
             "-n", "2", "--dist", "loadfile", "--platform-mock-report", "report.json",
             timeout=INNER_TIMEOUT,
         )  # fmt: skip

@@ -19,10 +19,10 @@ import pytest
 
 from mock_server import fixtures
 from mock_server.state import Store
+from tests.inner import INNER_TIMEOUT, run_session
 
 pytest_plugins = ["pytester"]
 
-INNER_TIMEOUT = 120  # seconds an inner session may take
 TOKENS_PATH = "/api/svc/v1/personal-access-tokens/ci"
 
 # A fixture file of the inner sessions: one user more than the default world.
@@ -263,7 +263,7 @@ def behaviours(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> py
             SEED_0_TENANT=tenant_id(0),
             SEED_5_TENANT=tenant_id(5),
         )
-        return InnerRun(pytester.runpytest_subprocess("-v", timeout=INNER_TIMEOUT))
+        return InnerRun(run_session(pytester, "-v", timeout=INNER_TIMEOUT))
 
     return run_once(inner_runs, "behaviours", run).result
 
@@ -271,7 +271,7 @@ def behaviours(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> py
 def contract_session(pytester: pytest.Pytester, *options: str, violation: bool = True) -> InnerRun:
     parts = [KEEPS_CONTRACT, BREAKS_CONTRACT] if violation else [KEEPS_CONTRACT]
     write_module(pytester, "test_contract", *parts)
-    result = pytester.runpytest_subprocess("-v", *options, timeout=INNER_TIMEOUT)
+    result = run_session(pytester, "-v", *options, timeout=INNER_TIMEOUT)
     written = [pytester.path / name for name in ("report.json", "report.txt", "junit.xml")]
     return InnerRun(result, {path.name: path.read_text() for path in written if path.exists()})
 
@@ -295,7 +295,7 @@ def reported(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> Inne
 def world_session(pytester: pytest.Pytester, *options: str) -> InnerRun:
     pytester.makefile(".yaml", extra=EXTRA_YAML)
     write_module(pytester, "test_world", WORLD_OPTIONS, SEED_3_TENANT=tenant_id(3))
-    return InnerRun(pytester.runpytest_subprocess("-v", *options, timeout=INNER_TIMEOUT))
+    return InnerRun(run_session(pytester, "-v", *options, timeout=INNER_TIMEOUT))
 
 
 @pytest.fixture
@@ -505,9 +505,7 @@ def test_whose_fixture_breaks_the_contract_on_teardown(leaves_badly):
 
 def test_a_violation_sent_in_teardown_fails_the_teardown(pytester: pytest.Pytester):
     write_module(pytester, "test_contract", TEARDOWN_VIOLATION)
-    result = pytester.runpytest_subprocess(
-        "-v", "--platform-mock-fail-on-violation", timeout=INNER_TIMEOUT
-    )
+    result = run_session(pytester, "-v", "--platform-mock-fail-on-violation", timeout=INNER_TIMEOUT)
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*1 request(s) of this test broke the platform API's contract:"])
 
@@ -523,7 +521,8 @@ def test_breaks_the_contract_on_purpose(platform_mock):
 
 def test_a_test_marked_expect_violations_fails_nothing(pytester: pytest.Pytester):
     write_module(pytester, "test_contract", KEEPS_CONTRACT, EXPECTS_VIOLATIONS)
-    result = pytester.runpytest_subprocess(
+    result = run_session(
+        pytester,
         "-v", "--platform-mock-fail-on-violation", "--platform-mock-report", "report.json",
         timeout=INNER_TIMEOUT,
     )  # fmt: skip
@@ -588,7 +587,8 @@ def test_deeply_nested_body_breaks_the_contract(platform_mock):
 @pytest.fixture
 def under_xdist(pytester: pytest.Pytester):
     pytester.makepyfile(test_workers=XDIST_TESTS)
-    result = pytester.runpytest_subprocess(
+    result = run_session(
+        pytester,
         "-p", "no:cacheprovider", "-n", "2", "--platform-mock-report", "report.json",
         timeout=INNER_TIMEOUT,
     )  # fmt: skip
@@ -623,7 +623,8 @@ def test_under_xdist_the_terminal_summary_shows_the_merged_report(under_xdist):
 
 def test_under_xdist_fail_on_violation_fails_the_session(pytester: pytest.Pytester):
     pytester.makepyfile(test_workers=XDIST_TESTS)
-    result = pytester.runpytest_subprocess(
+    result = run_session(
+        pytester,
         "-p", "no:cacheprovider", "-n", "2", "--platform-mock-fail-on-violation",
         timeout=INNER_TIMEOUT,
     )  # fmt: skip
@@ -644,7 +645,8 @@ def test_uses_the_mock_then_its_worker_dies(platform_mock):
 
 def test_under_xdist_a_report_lost_with_its_worker_is_reported(pytester: pytest.Pytester):
     pytester.makepyfile(test_crash=CRASHING_WORKER)
-    result = pytester.runpytest_subprocess(
+    result = run_session(
+        pytester,
         "-p", "no:cacheprovider", "-n", "2", timeout=INNER_TIMEOUT
     )  # fmt: skip
     result.stdout.fnmatch_lines(["*contract report of 1 xdist worker(s) was lost*"])
@@ -662,7 +664,7 @@ def test_with_a_misspelt_marker_option(platform_mock):
 
 def test_misspelt_marker_option_is_an_error_naming_it(pytester: pytest.Pytester):
     pytester.makepyfile(test_marker=MISSPELT_MARKER)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=INNER_TIMEOUT)
+    result = run_session(pytester, "-p", "no:cacheprovider", timeout=INNER_TIMEOUT)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["*marker takes only fixtures=[[]...[]], seed=N and expect_violations=True, not fixture*"]
