@@ -40,6 +40,12 @@ class MockConfig:
     journal_budget: int = DEFAULT_BUDGET  # bytes the request journal may hold
     cors: list[str] = field(default_factory=list)  # origins browsers may call from; "*": any
 
+    def world(self) -> Store:
+        """The world this configuration describes: its fixtures loaded with its seed."""
+        documents = fixtures.default_fixtures() if self.default_fixtures else []
+        documents += [fixtures.load(path) for path in self.fixtures]
+        return Store(self.seed, documents, self.signing_key)
+
 
 class PlatformMock:
     """One mock server: an ASGI app with its own store, token authority, request journal,
@@ -47,9 +53,7 @@ class PlatformMock:
 
     def __init__(self, config: MockConfig | None = None):
         self.config = config or MockConfig()
-        documents = fixtures.default_fixtures() if self.config.default_fixtures else []
-        documents += [fixtures.load(path) for path in self.config.fixtures]
-        self.store = Store(self.config.seed, documents, self.config.signing_key)
+        self.store = self.config.world()
         self.auth = Authenticator(self.store)
         self.journal = Journal(self.config.journal_budget, operations=contract.operations())
         self.faults = Faults(contract.operations())

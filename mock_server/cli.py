@@ -31,6 +31,7 @@ from mock_server.app import (  # noqa: E402
     MockConfig,
     PlatformMock,
 )
+from mock_server.auth import Authenticator  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
 from mock_server.http.cors import origin_problem  # noqa: E402
@@ -351,7 +352,7 @@ def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, 
     if args.cors:
         lines.append(f"  CORS origins:  {', '.join(args.cors)}")
     lines += [
-        f"  token:         {_user_token(mock) or NO_USER}",
+        f"  token:         {_user_token(mock.auth) or NO_USER}",
         f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}{ADMIN_PREFIX})",
     ]
     print("\n".join(lines), file=out, flush=True)
@@ -432,7 +433,7 @@ def coordinates(server: BackgroundServer) -> dict[str, str]:
     under the names the platform's SDK (`TFY_*`) and the OpenAI client (`OPENAI_*`) read."""
     mock = server.mock
     base = _base_url(server.host, server.port)
-    token = _user_token(mock)
+    token = _user_token(mock.auth)
     found = {
         "PLATFORM_MOCK_URL": base,
         "PLATFORM_MOCK_API_URL": base + CONTROL_PLANE_PREFIX,
@@ -510,25 +511,27 @@ def _run_command(command: list[str], env: dict[str, str]) -> int:
     return EXIT_FORCED - returncode if returncode < 0 else returncode
 
 
-def _user_token(mock: PlatformMock) -> str | None:
+def _user_token(auth: Authenticator) -> str | None:
     """The default user's token, or None in a world without users."""
     try:
-        return mock.auth.dev_token()
+        return auth.dev_token()
     except errors.MockFailure:  # the only failure of minting: there is no user to name
         return None
 
 
 def token(args: argparse.Namespace) -> int:
-    mock = PlatformMock(_config(args))
+    # The world and its token authority only: minting needs no server.
+    store = _config(args).world()
+    auth = Authenticator(store)
     if args.subject:
         try:
-            subject = mock.store.identity.subject_by_reference(args.subject)
+            subject = store.identity.subject_by_reference(args.subject)
         except ValueError as exc:
             print(f"platform-mock: {exc} in this world", file=sys.stderr)
             return EXIT_BAD_FIXTURES
-        minted: str | None = mock.auth.dev_token(subject)
+        minted: str | None = auth.dev_token(subject)
     else:
-        minted = mock.auth.admin_token() if args.admin else _user_token(mock)
+        minted = auth.admin_token() if args.admin else _user_token(auth)
     if minted is None:
         print(f"platform-mock: {NO_USER}", file=sys.stderr)
         return EXIT_BAD_FIXTURES

@@ -43,8 +43,7 @@ def start(*args: str) -> tuple[subprocess.Popen, dict[str, str]]:
     return process, match.groupdict()
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[subprocess.Popen, dict[str, str]]]:
+def _serving() -> Iterator[tuple[subprocess.Popen, dict[str, str]]]:
     process, urls = start("--port", "0")
     yield process, urls
     if process.poll() is None:
@@ -52,8 +51,20 @@ def served() -> Iterator[tuple[subprocess.Popen, dict[str, str]]]:
         process.wait()
 
 
-def test_serve_prints_urls_on_a_free_port(served):
-    _, urls = served
+@pytest.fixture
+def served() -> Iterator[tuple[subprocess.Popen, dict[str, str]]]:
+    """A server of this test's own (one it may stop)."""
+    yield from _serving()
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[tuple[subprocess.Popen, dict[str, str]]]:
+    """One server for the tests that only read what it printed and call it with tokens."""
+    yield from _serving()
+
+
+def test_serve_prints_urls_on_a_free_port(shared):
+    _, urls = shared
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/api/svc/v1", urls["control"])
     assert not urls["control"].startswith("http://127.0.0.1:0/")
 
@@ -113,8 +124,8 @@ def test_banner_says_when_the_world_is_empty():
     assert "  world:         0 users, 0 teams, 0 applications, 0 runs," in printed
 
 
-def test_printed_token_authenticates(served):
-    _, urls = served
+def test_printed_token_authenticates(shared):
+    _, urls = shared
     response = httpx.get(
         urls["control"] + "/personal-access-tokens/ci",
         headers={"Authorization": f"Bearer {urls['token']}"},
@@ -122,8 +133,8 @@ def test_printed_token_authenticates(served):
     assert response.status_code == 200
 
 
-def test_printed_gateway_url_serves_model_responses(served):
-    _, urls = served
+def test_printed_gateway_url_serves_model_responses(shared):
+    _, urls = shared
     response = httpx.get(
         urls["gateway"] + "/responses/resp_0000000000000000000000000000demo",
         headers={"Authorization": f"Bearer {urls['token']}"},
@@ -131,8 +142,8 @@ def test_printed_gateway_url_serves_model_responses(served):
     assert response.json()["object"] == "response"
 
 
-def test_printed_docs_url_serves_swagger_ui(served):
-    _, urls = served
+def test_printed_docs_url_serves_swagger_ui(shared):
+    _, urls = shared
     response = httpx.get(urls["docs"])
     assert response.status_code == 200 and "swagger" in response.text.lower()
 
@@ -326,8 +337,8 @@ def test_report_in_a_missing_directory_is_written_there_at_shutdown(tmp_path: Pa
     assert report.exists()
 
 
-def test_token_command_matches_a_server_with_the_same_seed(served):
-    _, urls = served
+def test_token_command_matches_a_server_with_the_same_seed(shared):
+    _, urls = shared
     printed = subprocess.run(
         [sys.executable, "-m", "mock_server", "token"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -381,8 +392,8 @@ def test_token_command_in_a_world_without_users_exits_2_with_one_line():
     assert "Traceback" not in result.stderr
 
 
-def test_token_command_for_another_subject_authenticates_as_it(served):
-    _, urls = served
+def test_token_command_for_another_subject_authenticates_as_it(shared):
+    _, urls = shared
     printed = subprocess.run(
         [sys.executable, "-m", "mock_server", "token", "--subject", "bob@acme.example"],
         capture_output=True,

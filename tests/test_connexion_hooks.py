@@ -5,12 +5,14 @@ than quietly in users' hands (validation skipped, or a 500 at import)."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 
 import flask
 import pytest
 from a2wsgi.wsgi import build_environ
 from connexion.apps.flask import FlaskApp, FlaskOperation
+from connexion.exceptions import InvalidSpecification
 from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.context import ContextMiddleware
 from connexion.middleware.request_validation import RequestValidationMiddleware
@@ -18,6 +20,7 @@ from connexion.middleware.response_validation import ResponseValidationMiddlewar
 from connexion.middleware.routing import RoutingMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.security import BearerSecurityHandler
+from connexion.spec import Specification
 from connexion.uri_parsing import OpenAPIURIParser
 from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
 from flask.ctx import RequestContext
@@ -171,3 +174,31 @@ def test_validators_module_is_the_one_in_the_pipeline():
     stack = mock.app.middleware.middleware_stack
     assert any(isinstance(m, validators.RequestValidationMiddleware) for m in stack)
     assert any(isinstance(m, validators.ResponseValidationMiddleware) for m in stack)
+
+
+def test_connexion_still_validates_documents_in_the_hooked_method():
+    assert "self._validate_spec(" in inspect.getsource(Specification.__init__)
+
+
+def test_the_mocks_documents_are_validated_once_per_process(monkeypatch):
+    PlatformMock()  # validated here, if no test of this process has built a mock yet
+    calls = []
+    original = http_app._connexion_validate_spec
+    monkeypatch.setattr(
+        http_app, "_connexion_validate_spec", lambda *args: calls.append(1) or original(*args)
+    )
+    PlatformMock()
+    assert calls == []
+
+
+INVALID_DOCUMENT = {
+    "openapi": "3.0.3",
+    "info": {"title": "not the mock's", "version": "1"},
+    "paths": {"/x": {"get": {"responses": "none"}}},
+}
+
+
+@pytest.mark.parametrize("attempt", [1, 2], ids=["first", "again"])
+def test_another_document_is_still_validated_every_time(attempt):
+    with pytest.raises(InvalidSpecification):
+        FlaskApp(__name__).add_api(copy.deepcopy(INVALID_DOCUMENT))

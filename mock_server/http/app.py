@@ -9,7 +9,9 @@ Connexion's view would rebuild its decorators and parse the request again on eve
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import hashlib
 import inspect
 import logging
 from collections.abc import Callable
@@ -41,6 +43,7 @@ from connexion.middleware.routing import RoutingMiddleware as ConnexionRoutingMi
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware as ConnexionSwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
+from connexion.spec import OpenAPISpecification
 from flask.ctx import RequestContext
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Mount, Router
@@ -160,6 +163,28 @@ def middlewares(mock: PlatformMock) -> list[Any]:
     return stack
 
 
+# Connexion validates each document against the OpenAPI schema whenever an API is added:
+# about 0.1 s each, three per mock. The mock's documents are package data that never
+# change in a process, so each is validated the first time only; any other document (an
+# application of the user's, in the same process) is validated every time, as before.
+_VALIDATED: set[bytes] = set()  # digests of the mock's documents Connexion has validated
+_OWN_DOCUMENTS: contextvars.ContextVar[bool] = contextvars.ContextVar("own", default=False)
+_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__  # type: ignore[attr-defined]
+
+
+def _validate_spec_once(cls: type[OpenAPISpecification], spec: dict[str, Any]) -> None:
+    if not _OWN_DOCUMENTS.get():
+        return _connexion_validate_spec(cls, spec)
+    digest = hashlib.sha256(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)).digest()
+    if digest not in _VALIDATED:
+        _connexion_validate_spec(cls, spec)
+        _VALIDATED.add(digest)
+    return None
+
+
+OpenAPISpecification._validate_spec = classmethod(_validate_spec_once)  # type: ignore[method-assign, assignment]
+
+
 def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     """The mock's Connexion FlaskApp: the three documents, each operation planned."""
     app = connexion.FlaskApp(
@@ -175,9 +200,13 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         uri_parser_class=RepeatedKeysURIParser,
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path=DOCS_PATH),
     )
-    app.add_api(contract.spec(contract.CONTROL_PLANE_SPEC), base_path="")
-    app.add_api(contract.spec(contract.GATEWAY_SPEC), base_path=mock.gateway_prefix)
-    app.add_api(contract.spec(contract.ADMIN_SPEC), base_path=mock.admin_prefix)
+    own = _OWN_DOCUMENTS.set(True)
+    try:
+        app.add_api(contract.spec(contract.CONTROL_PLANE_SPEC), base_path="")
+        app.add_api(contract.spec(contract.GATEWAY_SPEC), base_path=mock.gateway_prefix)
+        app.add_api(contract.spec(contract.ADMIN_SPEC), base_path=mock.admin_prefix)
+    finally:
+        _OWN_DOCUMENTS.reset(own)
     app.app.extensions[EXTENSION] = mock
     # Starlette picks the handler by the exception's class hierarchy: Connexion registers its
     # own for ProblemException, so each base is claimed here.
