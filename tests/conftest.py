@@ -4,6 +4,7 @@ HTTP), reset before each test, with clients and helpers on top."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -112,3 +113,43 @@ def assert_error(response: httpx.Response, status: int, code: int) -> dict:
     assert isinstance(body["message"], str) and body["message"]
     assert isinstance(body["details"], list)
     return body
+
+
+# Modules whose tests share an expensive module-scoped setup (a virtual environment, a built
+# wheel, inner pytest sessions, a command run once): under `-n`, each runs on one worker,
+# which builds it once, and they are collected first, so that their long setups overlap
+# the rest of the suite instead of trailing it.
+SHARED_SETUP_FIRST = (
+    "test_readme_examples.py",
+    "test_packaging.py",
+    "test_pytest_plugin.py",
+    "test_plugin_ci.py",
+    "test_run_command.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    last = len(SHARED_SETUP_FIRST)
+    items.sort(  # stable: each module keeps its own order
+        key=lambda item: (
+            SHARED_SETUP_FIRST.index(item.path.name)
+            if item.path.name in SHARED_SETUP_FIRST
+            else last
+        )
+    )
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`-n` alone (`--dist load`) hands tests out one by one, except each module of
+    SHARED_SETUP_FIRST, handed out whole. An explicit other `--dist` is kept."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module.rsplit("/", 1)[-1] in SHARED_SETUP_FIRST else nodeid
+
+    return SharedSetupScheduling(config, log)

@@ -585,30 +585,37 @@ def test_deeply_nested_body_breaks_the_contract(platform_mock):
 
 
 @pytest.fixture
-def under_xdist(pytester: pytest.Pytester):
-    pytester.makepyfile(test_workers=XDIST_TESTS)
-    result = run_session(
-        pytester,
-        "-p", "no:cacheprovider", "-n", "2", "--platform-mock-report", "report.json",
-        timeout=INNER_TIMEOUT,
-    )  # fmt: skip
-    seen = [json.loads(p.read_text()) for p in pytester.path.glob("seen-*.json")]
-    return result, seen
+def under_xdist(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]):
+    """One inner session under pytest-xdist (run once per module): its result, and what
+    each inner test saw, with the files the session wrote."""
+
+    def run() -> InnerRun:
+        pytester.makepyfile(test_workers=XDIST_TESTS)
+        result = run_session(
+            pytester,
+            "-p", "no:cacheprovider", "-n", "2", "--platform-mock-report", "report.json",
+            timeout=INNER_TIMEOUT,
+        )  # fmt: skip
+        written = {p.name: p.read_text() for p in pytester.path.glob("*.json")}
+        return InnerRun(result, written)
+
+    inner = run_once(inner_runs, "xdist", run)
+    seen = [json.loads(text) for name, text in inner.files.items() if name.startswith("seen-")]
+    return inner.result, seen, inner.files
 
 
 def test_under_xdist_each_worker_has_its_own_server(under_xdist):
-    result, seen = under_xdist
+    result, seen, _ = under_xdist
     result.assert_outcomes(passed=9)
     ports = {record["worker"]: record["port"] for record in seen}
     assert len(seen) == 8 and len(ports) == 2 and len(set(ports.values())) == 2
 
 
-def test_under_xdist_one_report_merges_every_workers_requests(
-    under_xdist, pytester: pytest.Pytester
-):
-    under_xdist[0].assert_outcomes(passed=9)
-    assert not list(pytester.path.glob("report.gw*"))
-    report = json.loads((pytester.path / "report.json").read_text())
+def test_under_xdist_one_report_merges_every_workers_requests(under_xdist):
+    result, _, files = under_xdist
+    result.assert_outcomes(passed=9)
+    assert [name for name in files if name.startswith("report")] == ["report.json"]
+    report = json.loads(files["report.json"])
     tokens = report["operations"]["getOrCreatePersonalAccessToken"]
     assert (report["summary"]["requests"], report["summary"]["violations"]) == (9, 9)
     assert tokens["statuses"] == {"400": 8}
@@ -654,6 +661,7 @@ def test_under_xdist_a_report_lost_with_its_worker_is_reported(pytester: pytest.
 
 MISSPELT_MARKER = """
 import pytest
+
 
 
 @pytest.mark.platform_mock(fixture=["extra.yaml"])
