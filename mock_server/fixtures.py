@@ -9,8 +9,9 @@ Every error names the file, the line and the field.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema_rs
 import yaml
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 
 from mock_server import errors
 from mock_server.resources import package_file
@@ -57,9 +58,13 @@ class Fixture:
             return self.node
         return yaml.compose(self.text, Loader=yaml.CSafeLoader)
 
-    def where(self, path: tuple[Any, ...]) -> str:
+    def line(self, path: tuple[Any, ...]) -> int | None:
+        """The line of the field at `path` (or of its nearest ancestor), if known."""
         tree = self._tree
-        line = _line_of(tree, path) if tree is not None else None
+        return _line_of(tree, path) if tree is not None else None
+
+    def where(self, path: tuple[Any, ...]) -> str:
+        line = self.line(path)
         field = field_path(path)
         return f"{self.source}{f':{line}' if line else ''}: {field or '(document)'}"
 
@@ -254,24 +259,61 @@ def check(
         raise FixtureError(f"{source}: a fixture document must be a mapping of sections")
     if not plain and depth(data) > MAX_DEPTH:
         raise FixtureError(f"{source}: nested more than {MAX_DEPTH} levels deep")
-    # best_match reaches inside a oneOf for the branch that came closest: "'FAIL' is not one
-    # of [...]" at .status, rather than "... is not valid under any of the given schemas".
     problems = (
         []
         if _surely_valid(data)
-        else sorted(
-            (best_match([error]) for error in _validator().iter_errors(data)),
-            key=lambda e: [str(p) for p in e.absolute_path],
+        else sorted(  # in the order of the file's lines, as an editor shows them
+            (e for error in _validator().iter_errors(data) for e in _explained(error)),
+            key=lambda e: (fixture.line(tuple(e.absolute_path)) or 0, list(map(str, e.path))),
         )
     )
     if problems:
         raise FixtureError(
-            "\n".join(f"{fixture.where(tuple(e.absolute_path))}: {e.message}" for e in problems)
+            _listed(f"{fixture.where(tuple(e.absolute_path))}: {_message(e)}" for e in problems)
         )
     values = [] if plain else list(_unsendable_values(data, ()))
     if values:
-        raise FixtureError("\n".join(f"{fixture.where(path)}: {why}" for path, why in values))
+        raise FixtureError(_listed(f"{fixture.where(path)}: {why}" for path, why in values))
     return fixture
+
+
+MAX_SHOWN_PROBLEMS = 50  # of one fixture file: past them, how many more there are
+
+
+def _listed(problems: Iterable[str]) -> str:
+    """One line per problem, at most MAX_SHOWN_PROBLEMS of them and then how many more."""
+    lines = list(problems)
+    shown = lines[:MAX_SHOWN_PROBLEMS]
+    if len(lines) > MAX_SHOWN_PROBLEMS:
+        shown.append(f"... and {len(lines) - MAX_SHOWN_PROBLEMS} more problem(s)")
+    return "\n".join(shown)
+
+
+def _message(error: ValidationError) -> str:
+    """The schema's message, and for a misspelt value of a closed set, the value meant."""
+    if error.validator == "enum" and isinstance(error.instance, str):
+        close = difflib.get_close_matches(error.instance, map(str, error.validator_value), 1)
+        if close:
+            return (
+                f"{error.instance!r} is not one of the allowed values; did you mean {close[0]!r}?"
+            )
+    return error.message
+
+
+def _explained(error: ValidationError) -> list[ValidationError]:
+    """Every problem a schema error stands for. Inside a `oneOf` (a run given in full or as
+    `generate N`), the branch the record came closest to is the one it meant (best_match's
+    choice), and each of that branch's problems is reported: `status` not one of the values
+    and `durationSeconds` below 0, not the first of them alone, nor "is not valid under any
+    of the given schemas"."""
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
+        return [error]
+    closest = best_match([error])
+    while closest.parent is not None and closest.parent is not error:
+        closest = closest.parent
+    branch = closest.relative_schema_path[0]
+    chosen = [e for e in error.context if e.relative_schema_path[0] == branch]
+    return [problem for e in chosen for problem in _explained(e)]
 
 
 def _unsendable_values(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple, str]]:
@@ -340,6 +382,9 @@ def apply_document(store: Store, fixture: Fixture) -> None:
             f"{fixture.where(('tenant',))}: is required in the first document of a "
             "world (every record belongs to the tenant)"
         )
+    # Every record is tried, and every one that cannot enter is reported at once; the
+    # caller (`Store`) then keeps the world as it was before the document.
+    problems = []
     for section, loader in _SECTIONS:
         single = section in ("tenant", "clock")
         records = [data.get(section)] if single else data.get(section, [])
@@ -354,7 +399,9 @@ def apply_document(store: Store, fixture: Fixture) -> None:
                 path = (section,) if single else (section, index)
                 if isinstance(exc, IdTaken):
                     path += _id_field(record, exc.id)
-                raise FixtureError(f"{fixture.where(path)}: {message}") from None
+                problems.append(f"{fixture.where(path)}: {message}")
+    if problems:
+        raise FixtureError(_listed(problems))
 
 
 def _id_field(record: Any, taken: str) -> tuple[Any, ...]:

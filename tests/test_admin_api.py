@@ -279,7 +279,7 @@ def test_loaded_fixture_adds_a_secret_group_the_api_can_delete(admin, api, store
                 "grants": [
                     {
                         "subject": "user:nobody@acme.example",
-                        "role": "x-viewer",
+                        "role": "workspace-viewer",
                         "resource": "tenant:acme",
                     }
                 ]
@@ -433,7 +433,8 @@ def test_state_loaded_into_the_world_it_came_from_is_400(admin):
 
     body = assert_error(admin.post("/fixtures", json=copy.deepcopy(state)), 400, 40001)
 
-    assert "tenant.id" in body["message"]
+    # The tenant may be restated; every record after it is there already.
+    assert "users[0]: user 'alice@acme.example' already exists" in body["message"]
     assert _state(admin) == state
 
 
@@ -920,7 +921,7 @@ def test_yaml_fixture_gives_the_same_world_as_its_json(admin, store):
         ),
         pytest.param(
             "users:\n  - email: dana@acme.example\ngrants:\n  - subject: user:nobody@acme.example\n"
-            "    role: x-viewer\n    resource: tenant:acme\n",
+            "    role: tenant-viewer\n    resource: tenant:acme\n",
             "nobody@acme.example",
             id="unknown-subject-after-a-valid-section",
         ),
@@ -1134,3 +1135,11 @@ def test_malformed_token_request_is_400_and_changes_nothing(admin, changed, body
 
     assert field in [d["field"] for d in response["details"]], response
     assert _everything(admin) == before
+
+
+def test_fixture_naming_another_tenant_is_400_and_changes_nothing(admin):
+    state = _state(admin)
+    document = {"tenant": "other", "users": [{"email": "dana@acme.example"}]}
+    body = assert_error(admin.post("/fixtures", json=document), 400, 40001)
+    assert "the world's tenant is 'acme'" in body["message"]
+    assert _state(admin) == state

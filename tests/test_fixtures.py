@@ -12,11 +12,13 @@ import yaml
 
 from mock_server import MockConfig, PlatformMock
 from mock_server.fixtures import (
+    MAX_SHOWN_PROBLEMS,
     FixtureError,
     _read_fast,
     check,
     default_fixtures,
     dump,
+    fixture_schema,
     load,
     parse,
 )
@@ -24,6 +26,7 @@ from mock_server.handlers import render
 from mock_server.resources import package_file
 from mock_server.state import Store
 from mock_server.state.deployments import check_manifest
+from mock_server.state.identity import ROLE_ACTIONS, role_actions
 from mock_server.state.jobs import ENDED, RUN_STATUSES
 from mock_server.state.sources import Sources
 
@@ -48,6 +51,9 @@ applications:
       - {manifest: {image: {type: image, image_uri: "r.example/n:1"}, trigger: {type: manual}}}
       - {manifest: {image: {type: image, image_uri: "r.example/n:2"}, trigger: {type: manual}}}
 """
+
+
+LEVELS = {level: ROLE_ACTIONS[level] for level in ("admin", "editor", "viewer")}
 
 
 def store_of(*texts: str, seed: int = 0) -> Store:
@@ -538,3 +544,96 @@ def test_an_error_found_after_a_fast_read_still_names_its_line():
     text = "tenant: acme\nusers:\n  - email: ada@acme.example\n  - email: 5\n"
     with pytest.raises(FixtureError, match=r"^late.yaml:4: users\[1\]\.email: 5 is not"):
         parse(text, "late.yaml")
+
+
+# -- every problem at once -------------------------------------------------------------------
+
+THREE_PROBLEMS_IN_ONE_RUN = (
+    WORLD
+    + """\
+    runs:
+      - status: FAIL
+        createdAt: "2026-01-01T00:00:00Z"
+        durationSeconds: -3
+        exitCode: "x"
+"""
+)
+
+
+def problems_of(text: str, *earlier: str) -> list[str]:
+    with pytest.raises(FixtureError) as raised:
+        store_of(*earlier, text)
+    return str(raised.value).splitlines()
+
+
+def test_every_problem_of_one_record_is_reported_with_its_line():
+    assert problems_of(THREE_PROBLEMS_IN_ONE_RUN) == [
+        "doc0.yaml:21: applications[0].runs[0].status: 'FAIL' is not one of the allowed "
+        "values; did you mean 'FAILED'?",
+        "doc0.yaml:23: applications[0].runs[0].durationSeconds: -3 is less than the minimum of 0",
+        "doc0.yaml:24: applications[0].runs[0].exitCode: 'x' is not of type 'integer'",
+    ]
+
+
+def test_every_record_that_cannot_enter_is_reported():
+    text = WORLD + (
+        "personalAccessTokens:\n"
+        "  - {name: a, owner: nobody@acme.example}\n"
+        "  - {name: b, owner: nobody-else@acme.example}\n"
+    )
+    lines = problems_of(text)
+    assert [line.split(": ", 2)[:2] for line in lines] == [
+        ["doc0.yaml:21", "personalAccessTokens[0]"],
+        ["doc0.yaml:22", "personalAccessTokens[1]"],
+    ]
+
+
+def test_problems_past_the_cap_are_counted_not_listed():
+    text = "users:\n" + "".join(f"  - {{email: {n}}}\n" for n in range(MAX_SHOWN_PROBLEMS + 5))
+    lines = problems_of(text)
+    assert len(lines) == MAX_SHOWN_PROBLEMS + 1
+    assert lines[-1] == "... and 5 more problem(s)"
+
+
+def test_misspelt_role_is_refused_naming_the_role_meant():
+    text = WORLD.replace("role: tenant-admin", "role: tenant-admn")
+    assert problems_of(text) == [
+        "doc0.yaml:12: grants[0].role: 'tenant-admn' is not one of the allowed values; "
+        "did you mean 'tenant-admin'?"
+    ]
+
+
+def test_roles_of_the_schema_are_each_resource_types_admin_editor_and_viewer():
+    grant = fixture_schema()["properties"]["grants"]["items"]["properties"]
+    types = re.fullmatch(r"\^\((.*)\):\.\+\$", grant["resource"]["pattern"]).group(1).split("|")
+    assert grant["role"]["enum"] == [f"{t}-{level}" for t in types for level in LEVELS]
+
+
+def test_every_role_of_the_schema_grants_what_its_level_names():
+    roles = fixture_schema()["properties"]["grants"]["items"]["properties"]["role"]["enum"]
+    assert {role: role_actions(role) for role in roles} == {
+        role: LEVELS[role.rsplit("-", 1)[1]] for role in roles
+    }
+
+
+# -- the tenant ------------------------------------------------------------------------------
+
+
+def test_later_document_may_restate_the_tenant():
+    store = store_of(WORLD, "tenant: acme\nusers:\n  - email: bo@acme.example\n")
+    assert store.identity.tenant.name == "acme"
+
+
+def test_later_document_naming_another_tenant_is_refused_and_changes_nothing():
+    store = store_of(WORLD)
+    tenant = store.identity.tenant
+    with pytest.raises(FixtureError, match=r"later.yaml:1: tenant: the world's tenant is 'acme'"):
+        store.load(parse("tenant: other\nusers:\n  - email: bo@acme.example\n", "later.yaml"))
+    assert store.identity.tenant == tenant
+    assert store.identity.find_subject("user", "bo@acme.example") is None
+
+
+def test_later_document_giving_the_tenant_another_id_is_refused():
+    store = store_of(WORLD)
+    with pytest.raises(FixtureError, match="may restate it, not change it"):
+        store.load(parse("tenant: {name: acme, id: tenant-0000000000000001}\n", "later.yaml"))

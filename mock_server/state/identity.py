@@ -309,10 +309,19 @@ class Identity(Area):
 
     # -- fixtures: this area's sections, read and written side by side ------------------
     def load_tenant(self, tenant: str | dict) -> None:
-        if isinstance(tenant, str):
-            self.set_tenant(tenant)
-        else:
-            self.set_tenant(tenant["name"], tenant_id=tenant.get("id"))
+        name, tenant_id = (
+            (tenant, None) if isinstance(tenant, str) else (tenant["name"], tenant.get("id"))
+        )
+        current = self.world.tenant
+        if current is None:
+            self.set_tenant(name, tenant_id=tenant_id)
+        elif current.name != name or tenant_id not in (None, current.id):
+            # A later document may restate the world's tenant, not replace it: every record
+            # already loaded belongs to it.
+            raise ValueError(
+                f"the world's tenant is {current.name!r} (id {current.id}); a later document "
+                "may restate it, not change it"
+            )
 
     def load_user(self, r: dict) -> None:
         self.add_subject(
