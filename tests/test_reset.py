@@ -147,3 +147,10 @@ def test_a_reset_world_shares_the_loaded_worlds_run_indexes(store):
     loaded = store.world.run_indexes[trainer.id]
     store.reset()
     assert store.world.run_indexes[trainer.id] is loaded
+
+
+def test_a_copied_world_finds_its_own_subjects_by_name(store):
+    copy = store.world.copy()
+    alice = copy.subject_names[("user", "alice@acme.example")]
+    assert alice is copy.subjects[("user", alice.id)]
+    assert alice is not store.world.subjects[("user", alice.id)]

@@ -47,6 +47,7 @@ class World:
 
     tenant: Resource | None = None
     subjects: dict[tuple[str, str], Subject] = field(default_factory=dict)  # (type, id)
+    subject_names: dict[tuple[str, str], Subject] = field(default_factory=dict)  # (type, name)
     resources: dict[tuple[str, str], Resource] = field(default_factory=dict)  # (type, id)
     grants: list[Grant] = field(default_factory=list)
     secret_groups: dict[str, SecretGroup] = field(default_factory=dict)
