@@ -22,6 +22,7 @@ instead, with the reason beside each.
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import http.client
 import json
 import re
@@ -45,6 +46,7 @@ pytestmark = pytest.mark.platform_mock(expect_violations=True)
 
 JSON = {"Content-Type": "application/json"}
 LATIN_1 = "application/json; charset=latin-1"
+GZIPPED_JSON = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
 KB10 = "a" * 10_000
 KB100 = "a" * 100_000
 DEEP = 10_000  # levels of nesting
@@ -244,6 +246,12 @@ def _common_body_rows(operation_id: str) -> list:
         ),
         # httpx adds no Content-Type for raw content.
         ("content-type-missing", Bad(method, path, 415, 41501, None, text, {})),
+        (
+            "content-encoding-gzip",
+            Bad(method, path, 415, 41501, None, gzip.compress(text.encode()), GZIPPED_JSON),
+        ),
+        # Labelled compressed but sent plain: read as it came, it would have been accepted.
+        ("content-encoding-mislabelled", Bad(method, path, 415, 41501, None, text, GZIPPED_JSON)),
         ("body-over-1-mib", Bad(method, path, 413, 41301, None, _over_limit(operation_id))),
         (
             "chunked-body-over-1-mib",

@@ -233,6 +233,14 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             raise errors.UnsupportedMediaType(
                 "Request has a body but no Content-Type; send application/json"
             )
+        coding = headers.get("content-encoding", "identity").strip().lower()
+        if (chunked or int(length or 0)) and coding not in ("", "identity"):
+            # The platform takes request bodies as sent; read as they came, a compressed body
+            # would be refused as malformed JSON, and a mislabelled one accepted.
+            raise errors.UnsupportedMediaType(
+                f"Request bodies are not decoded: Content-Encoding: {coding} is not supported; "
+                "send the JSON as it is"
+            )
         chunks: list[bytes] = []
         size = 0
         more_body = True
