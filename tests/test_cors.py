@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from mock_server import MockConfig, PlatformMock
+from mock_server.http.cors import origin_problem
 from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error
 
@@ -169,8 +170,29 @@ def test_off_by_default_responses_carry_no_cors_headers(closed):
         pytest.param("ftp://localhost", id="not-http"),
         pytest.param("http://localhost:99999", id="port-out-of-range"),
         pytest.param("", id="empty"),
+        pytest.param("http://localhost:80", id="http-default-port"),
+        pytest.param("https://console.acme.example:443", id="https-default-port"),
+        pytest.param("http://localhost:", id="empty-port"),
+        pytest.param("http://exa%20mple.com", id="escaped-host"),
+        pytest.param("http://exa_mple.com", id="underscore-host"),
+        pytest.param("http://localhost:3000?x=1", id="query"),
+        pytest.param("http://user@localhost:3000", id="user"),
     ],
 )
 def test_an_origin_no_browser_sends_is_refused(origin: str):
     with pytest.raises(ValueError, match="CORS origin"):
         PlatformMock(MockConfig(cors=[origin]))
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        pytest.param("http://localhost:3000", id="name-and-port"),
+        pytest.param("https://console.acme.example", id="https-name"),
+        pytest.param("http://127.0.0.1:5173", id="ipv4"),
+        pytest.param("http://[::1]:3000", id="ipv6"),
+        pytest.param("*", id="any"),
+    ],
+)
+def test_an_origin_a_browser_sends_is_accepted(origin: str):
+    assert origin_problem(origin) is None

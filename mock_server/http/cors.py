@@ -13,6 +13,7 @@ where Starlette's middleware would swallow it.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +25,9 @@ ANY_ORIGIN = "*"
 # Response headers a browser script may read besides the CORS-safelisted ones.
 EXPOSED_HEADERS = ("x-platform-mock-fault",)
 PREFLIGHT_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
+DEFAULT_PORTS = {"http": 80, "https": 443}  # which a browser leaves out of an origin
+# A host as a browser serialises it: a lower-case name or IPv4 address, or an IPv6 one.
+_HOST = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)*|[0-9a-f:.]+", re.IGNORECASE)
 
 
 def origin_problem(origin: str) -> str | None:
@@ -39,6 +43,12 @@ def origin_problem(origin: str) -> str | None:
         return "an origin is http(s)://host[:port], such as http://localhost:3000, or *"
     if parts.path or parts.query or parts.fragment or parts.username or parts.password:
         return "an origin has no path, query or user: only http(s)://host[:port]"
+    if not _HOST.fullmatch(parts.hostname):
+        return "an origin's host is a name of letters, digits, - and ., or an IP address"
+    port = parts.port
+    if port == DEFAULT_PORTS[parts.scheme] or parts.netloc.endswith(":"):
+        shown = f"{parts.scheme}://{parts.netloc.rsplit(':', 1)[0]}".lower()
+        return f"a browser leaves out a default or empty port: it sends {shown!r}"
     rebuilt = f"{parts.scheme}://{parts.netloc}"
     if origin != rebuilt.lower():
         return f"a browser sends an origin in lower case, as {rebuilt.lower()!r}"
