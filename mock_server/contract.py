@@ -9,7 +9,7 @@ operation (its handler, an example request, its error conditions) is `mock_serve
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -39,6 +39,7 @@ class Operation:
     query: tuple[str, ...] = ()  # the query parameters, which a client may leave out
     # The closed sets of values of query parameters (an enum, or an array of one), by name.
     enums: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    booleans: frozenset[str] = frozenset()  # those whose value is `true` or `false`
 
     def check_parameters(self, names: Iterable[str]) -> None:
         """Raises ValueError naming any of `names` that is not a parameter of this operation
@@ -49,6 +50,25 @@ class Operation:
                 f"{self.operation_id} has no parameter {', '.join(map(repr, unknown))}; "
                 f"its parameters: {', '.join(self.parameters) or 'none'}"
             )
+
+    def check_values(self, values: Mapping[str, Any]) -> None:
+        """Raises ValueError naming a value (or a value of a list) that parameter can never
+        take: one outside its enum, or a boolean parameter's that is not true or false."""
+        allowed = dict(self.enums)
+        for name, value in values.items():
+            for one in value if isinstance(value, list | tuple) else [value]:
+                text = as_text(one)
+                if name in allowed and text not in allowed[name]:
+                    raise ValueError(
+                        f"{name} is never {text!r}; it is one of {', '.join(allowed[name])}"
+                    )
+                if name in self.booleans and text not in ("true", "false"):
+                    raise ValueError(f"{name} is never {text!r}; it is true or false")
+
+
+def as_text(value: Any) -> str:
+    """A parameter value as it appears in a URL: JSON booleans are `true` and `false`."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @cache
@@ -94,6 +114,9 @@ def _operations_of(name: str) -> Iterator[Operation]:
                 "requestBody" in operation,
                 tuple(p["name"] for p in query),
                 tuple((p["name"], values) for p in query if (values := _enum(p.get("schema", {})))),
+                frozenset(
+                    p["name"] for p in in_url if p.get("schema", {}).get("type") == "boolean"
+                ),
             )
 
 

@@ -131,6 +131,7 @@ class Faults:
         operation = self._operations[operation_id]
         try:
             operation.check_parameters(match or {})
+            operation.check_values(match or {})
         except ValueError as exc:  # a rule that could never apply
             raise FaultRefused(str(exc)) from None
         match = {

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mock_server import errors
+from mock_server.contract import as_text
 
 if TYPE_CHECKING:
     from mock_server.contract import Operation
@@ -229,6 +230,7 @@ class Journal:
                 f"its operations: {', '.join(self._operations)}"
             )
         operation.check_parameters(params)
+        operation.check_values(params)
 
     def assert_not_called(self, operation_id: str, **params: Any) -> None:
         self.assert_called(operation_id, 0, **params)
@@ -262,11 +264,6 @@ def request_params(query: dict[str, list[str]], path_params: dict[str, str]) -> 
     """A request's path and query parameters, one value where one was given."""
     single = {k: v[0] if len(v) == 1 else v for k, v in query.items()}
     return {**single, **path_params}
-
-
-def as_text(value: Any) -> str:
-    """A parameter value as it appears in a URL: JSON booleans are `true` and `false`."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def same_value(actual: Any, expected: Any) -> bool:

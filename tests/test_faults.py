@@ -366,6 +366,18 @@ def test_unknown_operation_is_refused(mock):
             {"operationId": "listJobRuns", "status": 503, "match": {"jobid": "x"}},
             id="match-names-no-parameter",
         ),
+        pytest.param(
+            {"operationId": "listJobRuns", "status": 503, "match": {"sortBy": "size"}},
+            id="match-value-outside-the-enum",
+        ),
+        pytest.param(
+            {"operationId": "listJobRuns", "status": 503, "match": {"status": ["RUNNING", "x"]}},
+            id="match-list-value-outside-the-enum",
+        ),
+        pytest.param(
+            {"operationId": "deleteSecretGroup", "status": 503, "match": {"forceDelete": "yes"}},
+            id="match-boolean-neither-true-nor-false",
+        ),
     ],
 )
 def test_admin_refuses_a_fault_the_contract_does_not_allow(admin, mock, body):
@@ -619,3 +631,19 @@ def test_prefer_header_on_the_admin_api_is_ignored(admin):
 def test_integer_match_of_five_thousand_digits_is_refused(mock):
     with pytest.raises(FaultRefused, match="limit"):
         mock.faults.add("listJobRuns", status=503, match={"limit": "1" * 5000})
+
+
+@pytest.mark.parametrize(
+    ("operation_id", "match", "message"),
+    [
+        pytest.param("listJobRuns", {"order": "ASC"}, "order is never 'ASC'", id="enum-case"),
+        pytest.param(
+            "deleteSecretGroup", {"forceDelete": 1}, "forceDelete is never '1'", id="boolean"
+        ),
+    ],
+)
+def test_python_match_value_the_parameter_never_takes_is_refused(
+    mock, operation_id, match, message
+):
+    with pytest.raises(FaultRefused, match=message):
+        mock.faults.add(operation_id, status=503, match=match)

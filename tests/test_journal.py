@@ -717,3 +717,8 @@ def test_every_operations_request_is_journaled_under_it_with_its_path_parameters
     entry = _entry_of_one_request(mock)
     assert (entry.operation_id, entry.status) == (operation_id, response.status_code)
     assert entry.path_params == path_params
+
+
+def test_question_with_a_value_the_parameter_never_takes_is_refused(mock):
+    with pytest.raises(ValueError, match="sortBy is never 'size'"):
+        mock.journal.assert_called("listJobRuns", sortBy="size")
