@@ -224,3 +224,10 @@ def error_classes() -> list[type[PlatformError]]:
 def violation_codes() -> frozenset[int]:
     """The codes of the conditions that mean the request broke the contract."""
     return frozenset(cls.code for cls in error_classes() if cls.violation)
+
+
+class ClientLeft(Exception):
+    """The client closed its connection before its request's body had arrived: there is no
+    one to answer, and nothing the request broke (it never arrived). Not a PlatformError:
+    the layer reading the body ends the request unanswered, and the journal records it with
+    no status and no code."""

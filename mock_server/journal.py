@@ -46,7 +46,7 @@ class Entry:
     headers: dict[str, str]
     raw_body: bytes  # as it came, cut at BODY_LIMIT
     operation_id: str | None
-    status: int | None  # None when the connection was dropped on purpose
+    status: int | None  # None when nothing was answered: see `dropped`
     code: int | None = None
     message: str | None = None
     details: list[dict[str, Any]] = field(default_factory=list)
@@ -54,6 +54,9 @@ class Entry:
     test: str | None = None
     duration_ms: float = 0.0
     expected: bool = False  # sent by a test that breaks the contract on purpose
+    # A fault dropped the connection (status None); a request with no status and not dropped
+    # went unanswered otherwise: its client left, or the server stopped first.
+    dropped: bool = False
 
     @property
     def body(self) -> Any:
@@ -107,6 +110,7 @@ class Entry:
             "message": self.message,
             "details": self.details,
             "fault": self.fault,
+            "dropped": self.dropped,
             "test": self.test,
             "durationMs": self.duration_ms,
             "violation": self.violation,

@@ -56,7 +56,7 @@ class ContractReport:
         with self._lock:
             usage = self._usage.setdefault(entry.operation_id or UNROUTED, _Usage())
             usage.calls += 1
-            usage.statuses["dropped" if entry.status is None else str(entry.status)] += 1
+            usage.statuses[_status(entry)] += 1
             declared = self._operations.get(entry.operation_id or "")
             known = declared.parameters if declared else ()
             for name, values in [
@@ -176,6 +176,14 @@ class ContractReport:
                 # The report counts every request; the journal kept only the newest.
                 "journal": journal,
             }
+
+
+def _status(entry: Entry) -> str:
+    """How a request was answered, as the report counts it: its status, `dropped` by a
+    fault, or `unanswered` (its client left, or the mock stopped first)."""
+    if entry.status is not None:
+        return str(entry.status)
+    return "dropped" if entry.dropped else "unanswered"
 
 
 def percentage(text: str) -> float:

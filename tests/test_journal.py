@@ -189,8 +189,7 @@ def test_authorization_header_is_never_stored(server, mock, token, authorized):
     assert token.split(".")[2] not in json.dumps(entry.to_dict())
 
 
-@pytest.mark.platform_mock(expect_violations=True)
-def test_client_leaving_mid_body_is_recorded_as_a_400_not_a_drop(server, mock, store, token):
+def test_client_leaving_mid_body_of_a_get_is_journaled_unanswered(server, mock, store, token):
     with socket.create_connection((server.host, server.port)) as raw:
         raw.sendall(
             f"GET {CONTROL_PLANE}{_runs(_job_id(store))} HTTP/1.1\r\nHost: mock\r\n"
@@ -202,7 +201,8 @@ def test_client_leaving_mid_body_is_recorded_as_a_400_not_a_drop(server, mock, s
 
     entry = mock.journal.last
 
-    assert entry is not None and (entry.status, entry.code) == (400, 40001)
+    assert entry is not None
+    assert (entry.status, entry.code, entry.dropped, entry.violation) == (None, None, False, False)
 
 
 @pytest.mark.platform_mock(expect_violations=True)
@@ -722,3 +722,19 @@ def test_every_operations_request_is_journaled_under_it_with_its_path_parameters
 def test_question_with_a_value_the_parameter_never_takes_is_refused(mock):
     with pytest.raises(ValueError, match="sortBy is never 'size'"):
         mock.journal.assert_called("listJobRuns", sortBy="size")
+
+
+def test_a_client_leaving_mid_body_is_journaled_unanswered_and_no_violation(server, mock):
+    violations = mock.report.violation_count  # the report lives as long as the server
+    with socket.create_connection((server.host, server.port)) as raw:
+        raw.sendall(
+            b"POST /api/svc/v1/secrets/deployments HTTP/1.1\r\nHost: mock\r\n"
+            b"Authorization: Bearer " + mock.auth.dev_token().encode() + b"\r\n"
+            b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"secret'
+        )
+    deadline = time.monotonic() + 5
+    while not mock.journal.calls("listSecretDeployments") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (entry,) = mock.journal.calls("listSecretDeployments")
+    assert (entry.status, entry.dropped, entry.code, entry.violation) == (None, False, None, False)
+    assert mock.report.violation_count == violations

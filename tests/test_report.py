@@ -3,6 +3,7 @@ journal entries directly; and `platform-mock serve --report` writing it when sto
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -140,8 +141,14 @@ def test_calls_and_statuses_are_counted_per_operation(report):
 
 
 def test_dropped_connection_is_counted_as_dropped(report):
-    result = fed(report, token_request(status=None))
+    dropped = dataclasses.replace(token_request(status=None), dropped=True)
+    result = fed(report, dropped)
     assert result["operations"]["getOrCreatePersonalAccessToken"]["statuses"] == {"dropped": 1}
+
+
+def test_request_left_unanswered_is_counted_as_unanswered(report):
+    result = fed(report, token_request(status=None))  # its client left, and no fault
+    assert result["operations"]["getOrCreatePersonalAccessToken"]["statuses"] == {"unanswered": 1}
 
 
 def test_violating_request_is_listed_in_full_with_its_test(report):

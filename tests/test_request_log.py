@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from mock_server.http.request_log import RequestLine, render_text
 from tests.test_cli import SERVE_OUTPUT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -283,3 +284,15 @@ def test_a_clients_control_characters_cannot_forge_a_line_or_drive_the_terminal(
     assert len(text.splitlines()) == 2  # the request, and its one violation
     assert "\x1b" not in text
     assert "\\x0a21:45:00.000 DELETE" in text
+
+
+@pytest.mark.parametrize(
+    ("dropped", "shown"),
+    [
+        pytest.param(True, " dropped ", id="by-a-fault"),
+        pytest.param(False, " unanswered ", id="client-left"),
+    ],
+)
+def test_a_request_with_no_answer_says_whether_a_fault_dropped_it(dropped: bool, shown: str):
+    line = RequestLine("GET", "/api/svc/v1/x", "", None, "op", 1.0, "-", dropped=dropped)
+    assert shown in render_text(line, colour=False)

@@ -99,6 +99,7 @@ async def journaled(
             test=label,
             expected=expected,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            dropped=bool(mine.get("drop")),
         )
         journal.record(entry)
         log_entry(entry, scope)

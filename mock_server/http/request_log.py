@@ -40,7 +40,7 @@ class RequestLine:
     method: str
     path: str
     query: str
-    status: int | None  # None: the connection was dropped on purpose
+    status: int | None  # None: nothing was answered (see `dropped`)
     operation_id: str | None
     duration_ms: float
     caller: str
@@ -48,6 +48,7 @@ class RequestLine:
     message: str | None = None
     violations: tuple[tuple[str, str, str], ...] = ()  # (location, field, message)
     fault: str | None = None
+    dropped: bool = False  # a fault dropped the connection; otherwise the client left first
 
     def __str__(self) -> str:
         return render_text(self, colour=False)
@@ -68,6 +69,7 @@ class RequestLine:
                 for location, field, message in self.violations
             ],
             "fault": self.fault,
+            "dropped": self.dropped,
         }
 
 
@@ -103,6 +105,7 @@ def log_entry(entry: Entry, scope: Scope) -> None:
         if failed
         else (),
         fault=entry.fault,
+        dropped=entry.dropped,
     )
     _emit(logging.INFO, line)
 
@@ -167,6 +170,12 @@ def _printable(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def _unanswered(line: RequestLine) -> str:
+    # Not "dropped" unless a fault dropped it: a client that left (mid-body, or during a
+    # delay) or a stop that cut the request short is no fault's doing.
+    return "dropped" if line.dropped else "unanswered"
+
+
 def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
     """The line as text: the request on one line, then each violation (or, for an error
     without any, its message) on an indented line of its own."""
@@ -174,7 +183,7 @@ def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
     def paint(code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if colour else text
 
-    status = "dropped" if line.status is None else str(line.status)
+    status = str(line.status) if line.status is not None else _unanswered(line)
     target = _printable(f"{line.path}?{line.query}" if line.query else line.path)
     parts = [paint(_DIM, clock)] if clock else []
     parts += [

@@ -246,8 +246,8 @@ class JSONBodyValidator(JSONRequestBodyValidator):
         more_body = True
         while more_body:
             message = await receive()
-            if message["type"] == "http.disconnect":  # answered to no one, but journaled
-                raise body_problem("the client left mid-body")
+            if message["type"] == "http.disconnect":
+                raise errors.ClientLeft
             chunk = message.get("body", b"")
             chunks.append(chunk)
             size += len(chunk)
@@ -412,6 +412,8 @@ class _PlannedRequestValidation(RequestValidationOperation):
                 body = await validator.read(receive, scope)
             except errors.InvalidRequest as exc:
                 details = details + exc.details
+            except errors.ClientLeft:
+                return  # journaled unanswered
             else:
                 if body is _NO_BODY:
                     body = copy.deepcopy(validator._schema.get("default", {}))

@@ -18,8 +18,9 @@ import connexion
 from a2wsgi.wsgi import build_environ
 from starlette.types import Receive, Scope, Send
 
+from mock_server import errors
 from mock_server.http.scope import operation_id
-from mock_server.validation import body_limit, invalid_request
+from mock_server.validation import body_limit
 
 WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
 
@@ -34,7 +35,10 @@ class InlineWSGI:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = await _read_body(receive, body_limit(operation_id(scope)))
+        try:
+            body = await _read_body(receive, body_limit(operation_id(scope)))
+        except errors.ClientLeft:
+            return  # journaled unanswered
         started: list[Any] = []
         written: list[bytes] = []
 
@@ -78,10 +82,8 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
     size = 0
     while True:
         message = await receive()
-        if message["type"] == "http.disconnect":  # answered to no one, but journaled
-            raise invalid_request(
-                [{"location": "body", "field": "", "message": "the client left mid-body"}]
-            )
+        if message["type"] == "http.disconnect":
+            raise errors.ClientLeft
         chunk = message.get("body", b"")
         size += len(chunk)
         if size <= limit:
