@@ -123,26 +123,24 @@ def test_command_not_found_exits_127_saying_so():
     assert "cannot run platform-mock-no-such-command: command not found" in done.stderr
 
 
-def test_run_without_a_command_is_a_usage_error():
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        pytest.param(["run", "--seed", "1"], "run needs a command after --", id="run-without"),
+        pytest.param(["serve", "--", "true"], "serve takes no command", id="serve-with"),
+    ],
+)
+def test_a_command_where_none_belongs_or_none_where_one_does_is_a_usage_error(
+    arguments: list[str], message: str
+):
     done = subprocess.run(
-        [sys.executable, "-m", "mock_server", "run", "--seed", "1"],
+        [sys.executable, "-m", "mock_server", *arguments],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 2
-    assert "run needs a command after --" in done.stderr
-
-
-def test_serve_refuses_a_command():
-    done = subprocess.run(
-        [sys.executable, "-m", "mock_server", "serve", "--", "true"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert "serve takes no command" in done.stderr
+    assert message in done.stderr
 
 
 # -- the contract checks ---------------------------------------------------------------------
