@@ -485,7 +485,7 @@ def _run_command(command: list[str], env: dict[str, str]) -> int:
     On a terminal the command shares this process group, so Ctrl-C reaches it from the
     terminal and is not passed on a second time. Elsewhere (CI) it leads its own group and
     each signal goes to the whole group: a `sh -c` command's children stop too."""
-    own_group = not sys.stdin.isatty()
+    own_group = not (sys.stdin is not None and sys.stdin.isatty())  # None: stdin closed
     try:
         child = subprocess.Popen(command, env=env, process_group=0 if own_group else None)
     except FileNotFoundError:
