@@ -232,6 +232,11 @@ def _parse_slowly(text: str, source: str) -> Fixture:
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, by position
+        number = text.count("\n", 0, exc.position) + 1
+        raise FixtureError(
+            f"{source}:{number}: not valid YAML: character #x{exc.character:04x} is not allowed"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -400,6 +405,8 @@ def apply_document(store: Store, fixture: Fixture) -> None:
                 if isinstance(exc, IdTaken):
                     path += _id_field(record, exc.id)
                 problems.append(f"{fixture.where(path)}: {message}")
+        if problems:  # later sections build on this one: they would only repeat its failures
+            break
     if problems:
         raise FixtureError(_listed(problems))
 

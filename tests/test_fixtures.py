@@ -637,3 +637,16 @@ def test_later_document_giving_the_tenant_another_id_is_refused():
     store = store_of(WORLD)
     with pytest.raises(FixtureError, match="may restate it, not change it"):
         store.load(parse("tenant: {name: acme, id: tenant-0000000000000001}\n", "later.yaml"))
+
+
+def test_character_yaml_does_not_allow_is_refused_with_file_and_line():
+    with pytest.raises(FixtureError) as raised:
+        parse('users:\n  - email: "a\x00b"\n', "nul.yaml")
+    assert str(raised.value) == "nul.yaml:2: not valid YAML: character #x0000 is not allowed"
+
+
+def test_sections_after_one_with_refused_records_are_not_tried():
+    text = WORLD.replace("mlRepos:\n  - name: repo\n", "mlRepos:\n  - name: repo\n  - name: repo\n")
+    text += "personalAccessTokens:\n  - {name: a, owner: nobody@acme.example}\n"
+    lines = problems_of(text)
+    assert len(lines) == 1 and "mlRepos[1]" in lines[0], lines
