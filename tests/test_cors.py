@@ -196,3 +196,22 @@ def test_an_origin_no_browser_sends_is_refused(origin: str):
 )
 def test_an_origin_a_browser_sends_is_accepted(origin: str):
     assert origin_problem(origin) is None
+
+
+@pytest.mark.parametrize(
+    "request_headers",
+    [
+        pytest.param({"Access-Control-Request-Method": "PROPFIND"}, id="method-it-refuses"),
+        pytest.param(
+            {
+                "Access-Control-Request-Method": "GET",
+                "Access-Control-Request-Private-Network": "true",
+            },
+            id="private-network",
+        ),
+    ],
+)
+def test_preflight_the_policy_refuses_is_a_platform_error(console, request_headers):
+    _, client = console
+    response = client.options(TOKEN_PATH, headers={"Origin": CONSOLE, **request_headers})
+    assert_error(response, 405, 40501)

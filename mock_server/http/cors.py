@@ -4,8 +4,9 @@ Off unless origins are given (`MockConfig.cors`). Starlette's CORSMiddleware dec
 headers; this layer wraps the whole mock, so every response carries them, errors included
 (those of routing, authentication and validation are answered inside the mock). A
 preflight from an allowed origin is answered here, before the journal sees it: it is the
-browser's request, not the client's use of the contract. One from another origin is
-answered as without CORS (405, in the platform's error body, as any OPTIONS). This layer
+browser's request, not the client's use of the contract. One from another origin, or one
+the policy refuses, is answered as without CORS (405, in the platform's error body, as
+any OPTIONS). This layer
 also hands on the mock's return value, which tells uvicorn to drop a connection (`DROP`),
 where Starlette's middleware would swallow it.
 """
@@ -82,8 +83,12 @@ class Cors:
             return await self.app(scope, receive, send)
         preflight = scope["method"] == "OPTIONS" and "access-control-request-method" in headers
         if preflight and self.policy.is_allowed_origin(headers["origin"]):
-            await self.policy.preflight_response(request_headers=headers)(scope, receive, send)
-            return None
+            answer = self.policy.preflight_response(request_headers=headers)
+            # One the policy refuses (a method or a private-network request it does not
+            # allow) would be Starlette's text/plain 400: the mock answers it as any OPTIONS.
+            if answer.status_code < 400:
+                await answer(scope, receive, send)
+                return None
         return await self.app(
             scope, receive, functools.partial(self.policy.send, send=send, request_headers=headers)
         )
