@@ -31,7 +31,7 @@ from mock_server.app import (  # noqa: E402
     MockConfig,
     PlatformMock,
 )
-from mock_server.auth import Authenticator  # noqa: E402
+from mock_server.auth import KEY_VARIABLE, Authenticator, key_problem  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
 from mock_server.http.cors import origin_problem  # noqa: E402
@@ -56,8 +56,14 @@ RESERVED_PATHS = (API_ROOT.rstrip("/"), ADMIN_PREFIX, "/docs", "/openapi.json", 
 # a route parameter of the prefix, and `%`, `?` or `#` a prefix no request path matches.
 PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 NO_USER = (
-    "none: the world has no user (load fixtures with one; `platform-mock token` given the "
-    "same fixtures and seed prints its token)"
+    "none: the world has no user (load fixtures with one, then mint its token with "
+    "POST /__admin/tokens)"
+)
+NO_KEY = (
+    "a server signs its tokens with a key it draws when it starts, which no other process "
+    "knows: copy the token from the server's banner, mint one with POST /__admin/tokens "
+    f"(with the admin token), or give the server and this command the same key "
+    f"(--signing-key, or the variable {KEY_VARIABLE})"
 )
 
 
@@ -76,6 +82,17 @@ def _world_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seed", type=_whole_number, default=0, help="seed of ids, timestamps and data"
+    )
+
+
+def _key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--signing-key",
+        metavar="KEY",
+        default=None,
+        help=f"the key that signs the tokens, of at least 32 bytes (default: the variable "
+        f"{KEY_VARIABLE}, else a key drawn at random when the server starts); a key given "
+        "keeps tokens valid across restarts",
     )
 
 
@@ -178,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the control plane and the gateway")
     _serving_options(serve, default_port=8080)
     _world_options(serve)
+    _key_option(serve)
 
     run = commands.add_parser(
         "run",
@@ -190,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _serving_options(run, default_port=0)
     _world_options(run)
+    _key_option(run)
 
     token = commands.add_parser("token", help="print a development token for the default user")
     chosen = token.add_mutually_exclusive_group()
@@ -200,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="another subject of the world: a user's e-mail, or type:name (team:ml-platform)",
     )
     _world_options(token)
+    _key_option(token)
     return parser
 
 
@@ -211,6 +231,7 @@ def _config(args: argparse.Namespace) -> MockConfig:
         gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
         journal_budget=getattr(args, "journal_budget", DEFAULT_BUDGET),
         cors=getattr(args, "cors", []),
+        signing_key=args.signing_key,
     )
 
 
@@ -227,6 +248,14 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
     """The exit status and one-line message refusing an option that could only fail once
     serving (the port, the gateway prefix, the report's path), checked before the fixtures
     load; None if the options can be used. For any command having these options."""
+    if args.signing_key is None:
+        # An empty variable is an unset one, as CI systems leave a secret they lack.
+        args.signing_key, source = os.environ.get(KEY_VARIABLE) or None, KEY_VARIABLE
+    else:
+        source = "--signing-key"
+    problem = key_problem(args.signing_key) if args.signing_key is not None else None
+    if problem:
+        return EXIT_USAGE, f"{source}: {problem}"
     port = getattr(args, "port", None)
     if port is not None and not 0 <= port <= 65535:
         return EXIT_CANNOT_BIND, (
@@ -520,7 +549,10 @@ def _user_token(auth: Authenticator) -> str | None:
 
 
 def token(args: argparse.Namespace) -> int:
-    # The world and its token authority only: minting needs no server.
+    if args.signing_key is None:
+        print(f"platform-mock: {NO_KEY}", file=sys.stderr)
+        return EXIT_USAGE
+    # The world and its token authority only: minting needs no server, only its key.
     store = _config(args).world()
     auth = Authenticator(store)
     if args.subject:

@@ -60,6 +60,15 @@ class World:
     tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
     model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
+    # Indexes, so that a request costs what it asks and not what the world holds: each is
+    # kept beside the container it indexes, by the area that changes that container.
+    tokens_by_jwt: dict[str, PersonalAccessToken] = field(default_factory=dict)  # by JWT id
+    grants_by_holder: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
+    grants_by_resource: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
+    teams_by_member: dict[str, list[Subject]] = field(default_factory=dict)  # by user id
+    resource_names: dict[tuple[str, str], Resource] = field(default_factory=dict)  # (type, name)
+    groups_by_secret: dict[str, SecretGroup] = field(default_factory=dict)  # by secret id
+    deployments_by_secret: dict[str, list[Deployment]] = field(default_factory=dict)  # by fqn
     # Every id an entity of the world holds, whatever its kind, and what holds it.
     ids: dict[str, str] = field(default_factory=dict)
 
@@ -182,7 +191,7 @@ class Store:
         documents: Iterable[Fixture] = (),
         signing_key: str | None = None,
     ):
-        from mock_server.auth import Signer, default_key
+        from mock_server.auth import Signer, new_key
         from mock_server.state.artifacts import Artifacts
         from mock_server.state.deployments import Deployments
         from mock_server.state.gateway import Gateway
@@ -194,8 +203,8 @@ class Store:
         self.lock = threading.RLock()
         self.seed = seed
         self.initial_documents: list[Fixture] = list(documents)
-        self._signing_key = signing_key  # a key given outright outlives re-seeds
-        self.signer = Signer(signing_key or default_key(seed))
+        # The server's key for its whole life, re-seeds included: given, or drawn now.
+        self.signer = Signer(signing_key or new_key())
         # How many worlds this store has built: personal access token ids are drawn for each
         # world apart, so that no id (and no token) of an earlier world comes back.
         self.generation = -1
@@ -228,14 +237,11 @@ class Store:
             self._rebuild(seed, extra)
 
     def _rebuild(self, seed: int | None, extra: list[Fixture]) -> None:
-        from mock_server.auth import Signer, default_key
         from mock_server.fixtures import apply_document
 
-        before = (self.seed, self.world, self.sources, self.signer, self._snapshot)
+        before = (self.seed, self.world, self.sources, self._snapshot)
         if seed is not None:
             self.seed = seed
-            # Keys follow the seed, as `platform-mock token --seed N` derives them.
-            self.signer = Signer(self._signing_key or default_key(seed))
         self.generation += 1
         self.sources = Sources(self.seed, faker=self.sources.faker, generation=self.generation)
         self.world = World()
@@ -248,7 +254,7 @@ class Store:
             for document in extra:
                 apply_document(self, document)
         except BaseException:  # an extra document that cannot enter: the world as it was
-            self.seed, self.world, self.sources, self.signer, self._snapshot = before
+            self.seed, self.world, self.sources, self._snapshot = before
             raise
 
     def load(self, document: Fixture) -> None:
