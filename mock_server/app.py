@@ -18,6 +18,7 @@ from mock_server.auth import Authenticator
 from mock_server.faults import Faults
 from mock_server.http import build_connexion_app, journaled
 from mock_server.http.cors import Cors
+from mock_server.http.hosts import HostGuard
 from mock_server.http.request_log import logged
 from mock_server.journal import DEFAULT_BUDGET, Journal
 from mock_server.report import ContractReport
@@ -26,6 +27,7 @@ from mock_server.state import Store
 ADMIN_PREFIX = "/__admin"
 CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
 API_ROOT = "/api/"  # where the platform's API lives, whatever its version
+HOST_CHECKS = ("admin", "all")  # what HostGuard covers: the admin API, or every path
 
 
 @dataclass
@@ -39,6 +41,10 @@ class MockConfig:
     signing_key: str | None = None
     journal_budget: int = DEFAULT_BUDGET  # bytes the request journal may hold
     cors: list[str] = field(default_factory=list)  # origins browsers may call from; "*": any
+    # Host names the server answers as its own besides its address (`name` or `name:port`;
+    # "*": any), and whether every path checks them ("all") or only the admin API ("admin").
+    allowed_hosts: list[str] = field(default_factory=list)
+    host_check: str = "admin"
 
     def world(self) -> Store:
         """The world this configuration describes: its fixtures loaded with its seed."""
@@ -64,9 +70,21 @@ class PlatformMock:
         self._gateway_docs = f"{self.gateway_prefix}/docs"
         self.admin_prefix = ADMIN_PREFIX
         self.app = build_connexion_app(self)
-        # Outermost, so that every answer carries the CORS headers, errors included, and a
-        # preflight is answered without being journaled as a request of the contract.
-        self._outer: Any = Cors(self._serve, self.config.cors) if self.config.cors else self._serve
+        if self.config.host_check not in HOST_CHECKS:
+            raise ValueError(f"host_check {self.config.host_check!r}: one of {HOST_CHECKS}")
+        # Around the mock, so that every answer carries the CORS headers, errors included, and
+        # a preflight is answered without being journaled as a request of the contract; never
+        # for the admin API, which no page of another origin may drive.
+        served: Any = self._serve
+        if self.config.cors:
+            served = Cors(served, self.config.cors, exempt=self.admin_prefix)
+        # Outermost: a request under a name that is not the server's gets nothing else.
+        self._outer = HostGuard(
+            served,
+            self.admin_prefix,
+            self.config.allowed_hosts,
+            everywhere=self.config.host_check == "all",
+        )
 
     def reset(self, seed: int | None = None, extra: Iterable[fixtures.Fixture] = ()) -> None:
         """Back to the initial world (with another seed, or extra fixture documents, if

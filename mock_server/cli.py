@@ -28,6 +28,7 @@ from mock_server.app import (  # noqa: E402
     ADMIN_PREFIX,
     API_ROOT,
     CONTROL_PLANE_PREFIX,
+    HOST_CHECKS,
     MockConfig,
     PlatformMock,
 )
@@ -35,6 +36,7 @@ from mock_server.auth import KEY_VARIABLE, Authenticator, key_problem  # noqa: E
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
 from mock_server.http.cors import origin_problem  # noqa: E402
+from mock_server.http.hosts import allowed_host_problem  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
 from mock_server.report import coverage, failures, gaps, percentage  # noqa: E402
 from mock_server.server import BackgroundServer, bind, uvicorn_config  # noqa: E402
@@ -148,6 +150,22 @@ def _serving_options(parser: argparse.ArgumentParser, *, default_port: int) -> N
         "call the mock: answer preflights and add CORS headers (repeatable; default off)",
     )
     parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a name the server answers the admin API under besides its own address and, on "
+        "loopback, localhost (such as mock.internal, or mock.internal:9000 behind a port "
+        "mapping; * for any name); repeatable",
+    )
+    parser.add_argument(
+        "--host-check",
+        choices=HOST_CHECKS,
+        default="admin",
+        help="where a request must name one of the server's hosts: the admin API only, or "
+        "every path (default admin)",
+    )
+    parser.add_argument(
         "--report",
         action="append",
         default=[],
@@ -231,6 +249,8 @@ def _config(args: argparse.Namespace) -> MockConfig:
         gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
         journal_budget=getattr(args, "journal_budget", DEFAULT_BUDGET),
         cors=getattr(args, "cors", []),
+        allowed_hosts=getattr(args, "allowed_host", []),
+        host_check=getattr(args, "host_check", "admin"),
         signing_key=args.signing_key,
     )
 
@@ -282,6 +302,10 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
         problem = origin_problem(origin)
         if problem:
             return EXIT_USAGE, f"--cors {origin!r}: {problem}"
+    for host in getattr(args, "allowed_host", []):
+        problem = allowed_host_problem(host)
+        if problem:
+            return EXIT_USAGE, f"--allowed-host {host!r}: {problem}"
     return None
 
 

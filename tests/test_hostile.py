@@ -13,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import json
+import socket
 
 import httpx
 import pytest
@@ -20,6 +21,8 @@ import pytest
 from mock_server import MockConfig, PlatformMock
 from mock_server.auth import ALGORITHM, ISSUER
 from mock_server.fixtures import dump
+from mock_server.http.hosts import HostGuard
+from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error, http_client
 
 # -- refused requests change nothing -----------------------------------------------------
@@ -206,3 +209,202 @@ def test_the_key_is_the_servers_for_its_life_a_reseed_keeps_it(admin, mock):
     assert admin.post("/reset", json={"seed": 9}).status_code == 200
     assert mock.store.signer.key == key
     assert admin.get("/journal").status_code == 200
+
+
+# -- the admin API answers only its own host, never a page of another origin ---------------
+
+
+def _raw(server, head: bytes) -> bytes:
+    """The raw answer to a request sent byte for byte (httpx always sends a Host)."""
+    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+        sock.sendall(head)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        pytest.param("evil.example", id="rebound-name"),
+        pytest.param("evil.example:{port}", id="rebound-name-and-port"),
+        pytest.param("127.0.0.1.evil.example:{port}", id="loopback-prefix"),
+        pytest.param("localhost.evil.example:{port}", id="localhost-prefix"),
+        pytest.param("localhost:1", id="loopback-name-another-port"),
+        pytest.param("localhost.:{port}", id="trailing-dot"),
+        pytest.param("10.0.0.1:{port}", id="another-address"),
+        pytest.param("127.0.0.1:{port}@evil.example", id="user-info"),
+        pytest.param("", id="empty"),
+    ],
+)
+def test_admin_request_under_a_host_not_the_servers_is_403_and_changes_nothing(
+    admin, server, store, host
+):
+    before = dump(store)
+    response = admin.post(
+        "/reset", json={"seed": 5}, headers={"Host": host.format(port=server.port)}
+    )
+    assert_error(response, 403, 40302)
+    assert store.seed == 0 and dump(store) == before
+
+
+def test_admin_request_without_a_host_is_403(server, mock):
+    head = (
+        b"GET /__admin/journal HTTP/1.0\r\nAuthorization: Bearer "
+        + mock.auth.admin_token().encode()
+        + b"\r\n\r\n"
+    )
+    assert _raw(server, head).startswith(b"HTTP/1.1 403 ")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        pytest.param("127.0.0.1:{port}", id="address"),
+        pytest.param("localhost:{port}", id="localhost"),
+        pytest.param("LOCALHOST:{port}", id="any-case"),
+        pytest.param("[::1]:{port}", id="ipv6-loopback"),
+    ],
+)
+def test_admin_request_under_a_loopback_name_at_the_port_is_answered(admin, server, host):
+    response = admin.get("/journal", headers={"Host": host.format(port=server.port)})
+    assert response.status_code == 200
+
+
+def test_platform_request_under_another_host_is_answered_by_default(api):
+    response = api.get("/personal-access-tokens/ci", headers={"Host": "evil.example"})
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param({"Origin": "https://evil.example"}, id="other-origin"),
+        pytest.param({"Origin": "null"}, id="opaque-origin"),
+        pytest.param({"Origin": "http://localhost:3000"}, id="another-local-port"),
+        pytest.param({"Sec-Fetch-Site": "cross-site"}, id="cross-site"),
+        pytest.param({"Sec-Fetch-Site": "same-site"}, id="same-site"),
+    ],
+)
+def test_admin_request_from_a_page_of_another_origin_is_403(admin, store, headers):
+    before = dump(store)
+    assert_error(admin.post("/reset", json={"seed": 5}, headers=headers), 403, 40303)
+    assert dump(store) == before
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param({"Origin": "http://127.0.0.1:{port}"}, id="own-origin"),
+        pytest.param({"Sec-Fetch-Site": "same-origin"}, id="same-origin"),
+        pytest.param({"Sec-Fetch-Site": "none"}, id="typed-by-the-user"),
+    ],
+)
+def test_admin_request_from_its_own_page_is_answered(admin, server, headers):
+    filled = {k: v.format(port=server.port) for k, v in headers.items()}
+    assert admin.get("/journal", headers=filled).status_code == 200
+
+
+@pytest.fixture(scope="module")
+def open_server():
+    """A mock with CORS open to any origin, checking the host on every path, that also
+    answers as `mock.internal` (any port) and `proxy.example:9000`."""
+    config = MockConfig(
+        cors=["*"], allowed_hosts=["mock.internal", "proxy.example:9000"], host_check="all"
+    )
+    mock = PlatformMock(config)
+    with BackgroundServer(mock) as server:
+        yield server
+
+
+@pytest.fixture
+def open_admin(open_server):
+    token = open_server.mock.auth.admin_token()
+    with http_client(
+        base_url=open_server.url + "/__admin", headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        yield client
+
+
+def test_cors_never_applies_to_the_admin_api_even_open_to_any_origin(open_admin, open_server):
+    own = {"Origin": f"http://127.0.0.1:{open_server.port}"}
+    response = open_admin.get("/journal", headers=own)
+    assert response.status_code == 200
+    assert not [name for name in response.headers if name.startswith("access-control-")]
+
+
+@pytest.mark.parametrize("origin", ["https://evil.example", "null"], ids=["other", "opaque"])
+def test_a_preflight_to_the_admin_api_is_refused_without_cors_headers(open_admin, origin):
+    response = open_admin.options(
+        "/reset",
+        headers={"Origin": origin, "Access-Control-Request-Method": "POST"},
+    )
+    assert response.status_code == 403
+    assert not [name for name in response.headers if name.startswith("access-control-")]
+
+
+def test_cors_still_applies_to_the_platform_api(open_server):
+    token = open_server.mock.auth.dev_token()
+    response = httpx.get(
+        open_server.url + CONTROL_PLANE + "/personal-access-tokens/ci",
+        headers={"Authorization": f"Bearer {token}", "Origin": "https://app.example"},
+    )
+    assert response.headers["access-control-allow-origin"] == "*"
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        pytest.param("mock.internal", 200, id="named-any-port"),
+        pytest.param("mock.internal:1234", 200, id="named-other-port"),
+        pytest.param("proxy.example:9000", 200, id="named-with-its-port"),
+        pytest.param("proxy.example:9001", 403, id="named-other-than-its-port"),
+        pytest.param("evil.example", 403, id="not-named"),
+    ],
+)
+def test_allowed_hosts_extend_the_servers_names(open_admin, host, status):
+    assert open_admin.get("/journal", headers={"Host": host}).status_code == status
+
+
+def test_with_host_check_all_every_path_checks_the_host(open_server):
+    token = open_server.mock.auth.dev_token()
+    before = open_server.mock.journal.call_count
+    response = httpx.get(
+        open_server.url + CONTROL_PLANE + "/personal-access-tokens/ci",
+        headers={"Authorization": f"Bearer {token}", "Host": "evil.example"},
+    )
+    assert_error(response, 403, 40302)
+    assert open_server.mock.journal.call_count == before
+
+
+@pytest.mark.parametrize(
+    ("host", "local", "own"),
+    [
+        pytest.param("192.168.1.5:8080", ("192.168.1.5", 8080), True, id="its-address"),
+        pytest.param(
+            "localhost:8080", ("192.168.1.5", 8080), False, id="loopback-name-off-loopback"
+        ),
+        pytest.param("192.168.1.6:8080", ("192.168.1.5", 8080), False, id="another-address"),
+        pytest.param("[fe80::1]:8080", ("fe80::1", 8080), True, id="ipv6-address"),
+        pytest.param("127.0.0.1:8080", ("::ffff:127.0.0.1", 8080), True, id="mapped-loopback"),
+        pytest.param("localhost:8080", ("127.0.0.2", 8080), True, id="other-loopback"),
+        pytest.param("localhost", ("127.0.0.1", 80), True, id="default-port"),
+        pytest.param("localhost", ("127.0.0.1", 8080), False, id="default-port-not-its-port"),
+    ],
+)
+def test_a_server_bound_beyond_loopback_answers_at_its_own_address(host, local, own):
+    guard = HostGuard(lambda *_: None, "/__admin", [])
+    assert guard.own_host(host, local) is own
+
+
+def test_a_server_bound_to_every_address_answers_loopback_names(mock):
+    with BackgroundServer(mock, host="0.0.0.0") as anywhere:
+        response = httpx.get(
+            f"http://127.0.0.1:{anywhere.port}/__admin/journal",
+            headers={
+                "Authorization": f"Bearer {mock.auth.admin_token()}",
+                "Host": f"localhost:{anywhere.port}",
+            },
+        )
+    assert response.status_code == 200
