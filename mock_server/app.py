@@ -16,7 +16,7 @@ from starlette.types import Receive, Scope, Send
 from mock_server import contract, fixtures
 from mock_server.auth import Authenticator
 from mock_server.faults import Faults
-from mock_server.http import build_connexion_app, journaled
+from mock_server.http import build_connexion_app, journaled, request_log
 from mock_server.http.cors import Cors
 from mock_server.http.hosts import HostGuard
 from mock_server.http.request_log import logged
@@ -101,6 +101,12 @@ class PlatformMock:
             return await journaled(self.app, self.journal, scope, receive, send)
         await logged(self.app, scope, receive, send)
         return None
+
+    @staticmethod
+    def log_dropped() -> int:
+        """Lines the request log (of the process: `platform-mock serve` or `run`) dropped
+        because its reader did not keep up."""
+        return request_log.dropped()
 
     def is_platform_path(self, path: str) -> bool:
         """Whether a request is one for the platform's API, to journal and report: under

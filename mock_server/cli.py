@@ -374,11 +374,18 @@ def serve(args: argparse.Namespace) -> int:
         )
         return EXIT_CANNOT_BIND
     # Standard output is the JSON log's alone: a reader takes each of its lines as a record.
-    out = sys.stderr if args.log_format == "json" else sys.stdout
+    out: IO[str] = sys.stderr if args.log_format == "json" else sys.stdout
     host, port = sock.getsockname()[:2]
     _banner(mock, args, host, port, out)
     if not args.quiet:
-        request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
+        outlet = request_log.configure(
+            sys.stdout, args.log_format, debug=args.log_level == "debug"
+        )
+        if outlet is not None:
+            # Everything the process prints there goes through the log's outlet, so that a
+            # reader who stops reading holds neither the server nor its stop.
+            out = outlet if out is sys.stdout else out  # type: ignore[assignment]
+            sys.stdout = outlet  # type: ignore[assignment]
     config = uvicorn_config(mock, log_level=args.log_level)
     server = _Server(config)
     server.out = out
@@ -620,6 +627,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_FIXTURES
     except KeyboardInterrupt:  # Ctrl-C while loading fixtures or writing the report
         return EXIT_FORCED + signal.SIGINT
+    finally:
+        _close_log()
+
+
+def _close_log() -> None:
+    """Give the request log's reader a last, bounded chance to take what is left, and say
+    how many lines it missed."""
+    dropped = request_log.close()
+    if dropped:
+        print(
+            f"platform-mock: the request log dropped {dropped} line(s): its reader did not "
+            "keep up",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,15 @@ import base64
 import hashlib
 import hmac
 import json
+import os
+import re
+import resource
+import signal
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -24,6 +32,59 @@ from mock_server.fixtures import dump
 from mock_server.http.hosts import HostGuard
 from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error, http_client
+from tests.test_cli import SERVE_OUTPUT
+
+MEMORY_LIMIT = 1024 * 1024 * 1024  # bytes of address space a child server may map
+CPU_SECONDS = 120  # of processor time a child may use, whatever it is fed
+
+
+def bounded(memory: int = MEMORY_LIMIT, files: int | None = None) -> Callable[[], None]:
+    """A `preexec_fn` putting a child under limits: address space, CPU time and, if given,
+    the hard limit of open files (the soft one left as it is, for the child to raise)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
+        if files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, files), files))
+
+    return limit
+
+
+def serve(*args: str, env: dict[str, str] | None = None, **limits) -> tuple[subprocess.Popen, dict]:
+    """`serve --port 0 ARGS` under limits, stdout a pipe read up to the banner's end and no
+    further: its URLs and tokens."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mock_server", "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=bounded(**limits),
+    )
+    assert process.stdout is not None
+    banner = b""
+    while b"Press Ctrl-C" not in banner:
+        line = process.stdout.readline()
+        assert line, f"serve ended early: {banner!r} {process.stderr.read()!r}"  # type: ignore[union-attr]
+        banner += line
+    match = SERVE_OUTPUT.search(banner.decode())
+    assert match, banner
+    urls = match.groupdict()
+    urls["base"] = urls["control"].removesuffix(CONTROL_PLANE)
+    return process, urls
+
+
+def stop(process: subprocess.Popen, timeout: float = 20) -> tuple[int, str]:
+    """SIGTERM, then the exit status and standard error, within `timeout` seconds."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError(f"the server did not stop within {timeout} s") from None
+    return process.returncode, err.decode()
+
 
 # -- refused requests change nothing -----------------------------------------------------
 
@@ -408,3 +469,30 @@ def test_a_server_bound_to_every_address_answers_loopback_names(mock):
             },
         )
     assert response.status_code == 200
+
+
+# -- no write waits on a reader -------------------------------------------------------------
+
+
+def test_serve_goes_on_answering_while_nobody_reads_its_output():
+    process, urls = serve()  # stdout: a pipe read no further than the banner
+    try:
+        bearer = {"Authorization": f"Bearer {urls['token']}"}
+        # Lines of about 2 kB each: four megabytes of log, far past the pipe and the budget.
+        query = {"bogus": "x" * 2000}
+        with httpx.Client(headers=bearer, timeout=10) as client:
+            statuses = [
+                client.get(urls["control"] + "/personal-access-tokens/ci", params=query).status_code
+                for _ in range(2000)
+            ]
+        assert statuses == [400] * 2000
+        journal = httpx.get(
+            urls["base"] + "/__admin/journal",
+            headers={"Authorization": f"Bearer {urls['admin']}"},
+        ).json()
+        assert journal["logDropped"] > 0
+    finally:
+        status, err = stop(process)
+    assert status == 0
+    dropped = re.search(r"the request log dropped (\d+) line\(s\)", err)
+    assert dropped and int(dropped.group(1)) >= journal["logDropped"], err

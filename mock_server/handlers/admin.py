@@ -65,6 +65,7 @@ def get_journal(operation_id: str | None = None, status: int | None = None) -> d
         "data": [e.to_dict() for e in found],
         "dropped": journal.dropped,
         "budgetBytes": journal.budget,
+        "logDropped": mock().log_dropped(),
     }
 
 
