@@ -378,9 +378,7 @@ def serve(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     _banner(mock, args, host, port, out)
     if not args.quiet:
-        outlet = request_log.configure(
-            sys.stdout, args.log_format, debug=args.log_level == "debug"
-        )
+        outlet = request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
         if outlet is not None:
             # Everything the process prints there goes through the log's outlet, so that a
             # reader who stops reading holds neither the server nor its stop.
@@ -637,8 +635,7 @@ def _close_log() -> None:
     dropped = request_log.close()
     if dropped:
         print(
-            f"platform-mock: the request log dropped {dropped} line(s): its reader did not "
-            "keep up",
+            f"platform-mock: the request log dropped {dropped} line(s): its reader did not keep up",
             file=sys.stderr,
         )
 

@@ -243,6 +243,16 @@ def _not_json(constant: str) -> t.NoReturn:
     raise ValueError(f"{constant} is not a JSON value")
 
 
+MAX_INTEGER_DIGITS = 300  # of an integer in JSON text: far past 2^53 - 1, far below int()'s
+
+
+def _integer(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INTEGER_DIGITS:  # int() would refuse past 4,300 digits, naming Python
+        raise ValueError(f"an integer of {digits} digits is out of the range of a number")
+    return int(text)
+
+
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # 1e400: JSON text, but no number a client can mean
@@ -271,7 +281,11 @@ def read_json(text: str) -> t.Any:
     Raises ValueError saying why."""
     try:
         value = json.loads(
-            text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=_unique_keys
+            text,
+            parse_constant=_not_json,
+            parse_float=_finite,
+            parse_int=_integer,
+            object_pairs_hook=_unique_keys,
         )
     except RecursionError:
         raise ValueError("nested too deeply") from None

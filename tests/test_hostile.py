@@ -20,13 +20,15 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
 
-from mock_server import MockConfig, PlatformMock
+from mock_server import MockConfig, PlatformMock, fixtures
 from mock_server.auth import ALGORITHM, ISSUER
 from mock_server.fixtures import dump
 from mock_server.http.hosts import HostGuard
@@ -496,3 +498,260 @@ def test_serve_goes_on_answering_while_nobody_reads_its_output():
     assert status == 0
     dropped = re.search(r"the request log dropped (\d+) line\(s\)", err)
     assert dropped and int(dropped.group(1)) >= journal["logDropped"], err
+
+
+# -- fixtures: bounded in time and memory at every door ------------------------------------
+
+KEYED = {**os.environ, "PLATFORM_MOCK_SIGNING_KEY": "k" * 32}
+WORLD = "tenant: acme\nusers:\n  - email: ada@acme.example\n"
+HUGE_DIGITS = "9" * 5000  # past Python's 4,300-digit limit of int()
+
+
+def token_with(
+    *args: str, stdin: Any = subprocess.DEVNULL, timeout: float = 60
+) -> subprocess.CompletedProcess:
+    """`platform-mock token ARGS` under limits: the cheapest command that loads fixtures."""
+    return subprocess.run(
+        [sys.executable, "-m", "mock_server", "token", "--no-default-fixtures", *args],
+        capture_output=True,
+        text=True,
+        env=KEYED,
+        stdin=stdin,
+        timeout=timeout,
+        preexec_fn=bounded(),
+    )
+
+
+def _refused(result: subprocess.CompletedProcess, *expected: str) -> None:
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert "Traceback" not in result.stderr
+    for text in expected:
+        assert text in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        pytest.param("/dev/zero", "it is a device or socket, not a file or a pipe", id="dev-zero"),
+        pytest.param("/dev/urandom", "it is a device or socket", id="dev-urandom"),
+        pytest.param("/", "it is a directory", id="directory"),
+        pytest.param("/nonexistent/world.yaml", "No such file or directory", id="missing"),
+    ],
+)
+def test_fixture_path_that_is_no_file_is_refused_before_reading(path, expected):
+    _refused(token_with("--fixtures", path), f"{path}: cannot read fixture file: {expected}")
+
+
+def test_fixture_file_over_the_cap_is_refused_before_reading(tmp_path):
+    sparse = tmp_path / "huge.yaml"
+    with open(sparse, "wb") as file:
+        file.truncate(65 * 1024 * 1024)  # a size, no data: reading it would take 65 MiB
+    _refused(token_with("--fixtures", str(sparse)), f"{sparse}: a fixture is at most 64 MiB")
+
+
+def test_fixture_pipe_that_never_ends_is_refused_at_the_cap(tmp_path):
+    fifo = tmp_path / "world.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(
+        ["sh", "-c", f"yes 'a: b' > {fifo}"], stderr=subprocess.DEVNULL, preexec_fn=bounded()
+    )
+    try:
+        _refused(token_with("--fixtures", str(fifo)), f"{fifo}: a fixture is at most 64 MiB")
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_fixture_from_a_pipe_is_read_to_its_end():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mock_server",
+            "token",
+            "--no-default-fixtures",
+            "--fixtures",
+            "/dev/stdin",
+        ],
+        input=WORLD,
+        capture_output=True,
+        text=True,
+        env=KEYED,
+        timeout=60,
+        preexec_fn=bounded(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(".") == 2  # a JWT
+
+
+def test_a_named_pipe_nobody_writes_is_refused_within_the_deadline(tmp_path, monkeypatch):
+    fifo = tmp_path / "silent.fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(fixtures, "PIPE_SECONDS", 0.2)
+    with pytest.raises(fixtures.FixtureError, match="the pipe did not end within"):
+        fixtures.read_text(fifo)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            WORLD + f"clusters:\n  - {{name: c, id: {HUGE_DIGITS}}}\n",
+            "h.yaml:5: clusters[0].id: an integer of 5000 digits is past the largest integer",
+            id="5000-digits",
+        ),
+        pytest.param(
+            WORLD + f"clusters:\n  - {{name: c, id: 0x{'f' * 5000}}}\n",
+            "h.yaml:5: clusters[0].id: an integer of about 6021 digits is past the largest",
+            id="5000-hex-digits",
+        ),
+        pytest.param(
+            WORLD + "clusters:\n  - {name: c, id: 2024-13-45}\n",
+            "h.yaml:5: clusters[0].id: '2024-13-45' cannot be read as a timestamp",
+            id="date-that-is-none",
+        ),
+        pytest.param(
+            WORLD + "<<: {clusters: []}\n", "h.yaml:4: not valid YAML: merge keys", id="merge"
+        ),
+        pytest.param(
+            WORLD + "clusters: !!set {a}\n", "h.yaml:4: not valid YAML: the tag", id="set"
+        ),
+        pytest.param(
+            WORLD + "clusters: !x [a]\n", "h.yaml:4: not valid YAML: the tag !x", id="tag"
+        ),
+        pytest.param(
+            WORLD + "? [a]\n: 1\n", "h.yaml:4: not valid YAML: a key must be text", id="key"
+        ),
+        pytest.param(WORLD + "1: x\n", "h.yaml:4: (document): the key 1 is not text", id="int-key"),
+        pytest.param(
+            "[" + "1, " * 100_000 + "1]\n",
+            "h.yaml: a fixture document must be a mapping",
+            id="root-list",
+        ),
+        pytest.param(
+            "x" * 1_000_000 + "\n", "h.yaml: a fixture document must be a mapping", id="root-text"
+        ),
+        pytest.param(
+            WORLD + "---\nusers: []\n", "h.yaml:4: not valid YAML: expected a single", id="two"
+        ),
+        pytest.param(
+            WORLD + "a: " + "[" * 100 + "]" * 100 + "\n", "h.yaml:4: nested more than 64", id="deep"
+        ),
+    ],
+)
+def test_fixture_text_that_cannot_be_a_fixture_is_a_field_error(text, expected):
+    with pytest.raises(fixtures.FixtureError) as raised:
+        fixtures.parse(text, "h.yaml")
+    assert str(raised.value).startswith(expected), str(raised.value)
+
+
+def test_a_huge_integer_in_a_fixture_file_is_one_line_of_status_2(tmp_path):
+    world = tmp_path / "world.yaml"
+    world.write_text(WORLD + f"clusters:\n  - {{name: c, id: {HUGE_DIGITS}}}\n")
+    _refused(
+        token_with("--fixtures", str(world)),
+        f"{world}:5: clusters[0].id: an integer of 5000 digits is past the largest integer",
+    )
+
+
+@pytest.mark.parametrize("media_type", ["application/json", "application/yaml"])
+def test_a_huge_integer_in_an_uploaded_fixture_is_a_400(admin, store, media_type):
+    before = dump(store)
+    document = '{"clusters": [{"name": "c", "id": ' + HUGE_DIGITS + "}]}"
+    response = admin.post("/fixtures", content=document, headers={"Content-Type": media_type})
+    body = assert_error(response, 400, 40001)
+    assert "an integer of 5000 digits" in body["message"]
+    assert "set_int_max_str_digits" not in response.text
+    assert dump(store) == before
+
+
+def _runs_document(runs: int, *, tail: str = "") -> str:
+    """A YAML document of one job of `runs` runs, and `tail` after it."""
+    lines = [
+        "applications:",
+        "  - {name: big, type: job, workspace: ml-team, deployments: "
+        "[{manifest: {image: {type: image, image_uri: 'r/b:1'}, trigger: {type: manual}}}],",
+        "     runs: [",
+    ]
+    lines += [
+        "       {status: FAILED, createdAt: '2025-01-01T00:00:00Z', durationSeconds: 5},"
+    ] * runs
+    lines.append("     ]}")
+    return "\n".join(lines) + "\n" + tail
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        pytest.param(
+            "applications: []\n",
+            "request body:60005: not valid YAML: the key 'applications' appears twice",
+            id="repeated-key-at-the-end",
+        ),
+        pytest.param(
+            "x: &a 1\ny: *a\n",
+            "request body:60006: not valid YAML: the alias *a is not allowed",
+            id="alias-at-the-end",
+        ),
+        pytest.param(
+            "users: [{email: 5}]\n",
+            "request body:60005: users[0].email: 5 is not of type 'string'",
+            id="one-bad-record-at-the-end",
+        ),
+    ],
+)
+def test_a_big_upload_refused_late_is_a_400_with_its_line(admin, store, tail, expected):
+    before = dump(store)
+    document = _runs_document(60_000, tail=tail)  # about 4 MB
+    response = admin.post(
+        "/fixtures", content=document, headers={"Content-Type": "application/yaml"}, timeout=60
+    )
+    body = assert_error(response, 400, 40001)
+    assert body["message"].startswith(f"Fixture document is not valid: {expected}")
+    assert dump(store) == before
+
+
+def test_the_mock_answers_while_a_big_upload_is_read(admin, server, monkeypatch):
+    document = _runs_document(60_000, tail="users: [{email: 5}]\n")
+    reading: dict[str, float] = {}
+    parse = fixtures.parse
+
+    def timed_parse(text: str, source: str) -> fixtures.Fixture:
+        reading["start"] = time.monotonic()
+        try:
+            return parse(text, source)
+        finally:
+            reading["end"] = time.monotonic()
+
+    monkeypatch.setattr(fixtures, "parse", timed_parse)
+    upload: dict[str, Any] = {}
+    sender = threading.Thread(
+        target=lambda: upload.setdefault(
+            "response",
+            admin.post(
+                "/fixtures",
+                content=document,
+                headers={"Content-Type": "application/yaml"},
+                timeout=60,
+            ),
+        )
+    )
+    answered: list[float] = []
+    sender.start()
+    with http_client(base_url=server.url) as other:
+        while sender.is_alive():
+            if other.get("/docs/").status_code == 200:
+                answered.append(time.monotonic())
+    sender.join()
+    assert upload["response"].status_code == 400
+    assert [t for t in answered if reading["start"] < t < reading["end"]]
+
+
+def test_many_records_at_fault_are_explained_in_part_and_counted(store):
+    document = "tenant: acme\nusers:\n" + "".join(f"  - {{email: {n}}}\n" for n in range(5000))
+    with pytest.raises(fixtures.FixtureError) as raised:
+        fixtures.parse(document, "many.yaml")
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "many.yaml:3: users[0].email: 0 is not of type 'string'"
+    assert lines[-1].endswith(", and more in records not looked into")
+    assert len(lines) == fixtures.MAX_SHOWN_PROBLEMS + 1
