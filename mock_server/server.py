@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import socket
 import threading
 import time
@@ -38,6 +39,26 @@ class _HideDrops(logging.Filter):
 
 
 _HIDE_DROPS = _HideDrops()
+
+
+FILE_LIMIT_FALLBACKS = (65536, 10240)  # where the hard limit is "unlimited" (macOS)
+
+
+def raise_file_limit() -> tuple[int, int] | None:
+    """Raise this process's soft limit of open files as far as its hard limit allows: each
+    client connection holds one, and 1,024 idle ones would otherwise shut out the next
+    client. The limits before, or None when they could not be raised."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = [hard] if hard != resource.RLIM_INFINITY else []
+    for limit in [*wanted, *FILE_LIMIT_FALLBACKS]:
+        if limit <= soft:
+            return None
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        except (ValueError, OSError):  # above what the system allows (macOS: OPEN_MAX)
+            continue
+        return soft, hard
+    return None
 
 
 def bind(host: str, port: int) -> socket.socket:

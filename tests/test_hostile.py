@@ -10,12 +10,14 @@ the cost of a request against the data at rest.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
 import os
 import re
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -755,3 +757,337 @@ def test_many_records_at_fault_are_explained_in_part_and_counted(store):
     assert lines[0] == "many.yaml:3: users[0].email: 0 is not of type 'string'"
     assert lines[-1].endswith(", and more in records not looked into")
     assert len(lines) == fixtures.MAX_SHOWN_PROBLEMS + 1
+
+
+# -- signals end what they started -------------------------------------------------------
+
+# `_run_command` on its own, in a process of its own, with a short grace before SIGKILL.
+RUNNER = """
+import os, sys
+from mock_server import cli
+cli.KILL_AFTER_SECONDS = float(sys.argv[1])
+sys.exit(cli._run_command(sys.argv[2:], dict(os.environ)))
+"""
+# A process that says it is ready, ignores SIGTERM (and SIGINT) and sleeps.
+STUBBORN = (
+    "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "signal.signal(signal.SIGINT, signal.SIG_IGN); open(sys.argv[1], 'w').write('ready'); "
+    "time.sleep(300)"
+)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_for(path, process: subprocess.Popen, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text()):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "never ready"
+        time.sleep(0.02)
+    return path.read_text()
+
+
+def _started(*command: str, grace: float = 1.0) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", RUNNER, str(grace), *command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=bounded(),
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_shells_background_job_does_not_outlive_the_run(tmp_path, sig):
+    pid_file = tmp_path / "pid"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mock_server",
+            "run",
+            "--quiet",
+            "--",
+            "sh",
+            "-c",
+            f"sleep 300 & echo $! > {pid_file}; wait",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=bounded(),
+    )
+    try:
+        sleeper = int(_wait_for(pid_file, process))
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 128 + sig, err
+    assert not _alive(sleeper)
+
+
+def test_a_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
+    ready = tmp_path / "ready"
+    process = _started(sys.executable, "-c", STUBBORN, str(ready))
+    try:
+        _wait_for(ready, process)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 128 + signal.SIGKILL
+    assert "did not stop within 1.0 s of SIGTERM: killed (SIGKILL)" in err
+
+
+def test_a_second_stop_signal_kills_at_once(tmp_path):
+    ready = tmp_path / "ready"
+    process = _started(sys.executable, "-c", STUBBORN, str(ready), grace=300)
+    try:
+        _wait_for(ready, process)
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 128 + signal.SIGKILL
+    assert "second stop signal" in err
+
+
+def test_what_a_command_leaves_running_is_ended_even_if_it_ignores_sigterm(tmp_path):
+    ready = tmp_path / "ready"
+    pid_file = tmp_path / "pid"
+    script = f"{sys.executable} -c '{STUBBORN}' {ready} & echo $! > {pid_file}; exit 3"
+    process = _started("sh", "-c", script)
+    try:
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 3  # the command's own status
+    assert not _alive(int(pid_file.read_text()))
+    assert "ended what sh left running in its process group" in err
+
+
+# The session of a terminal: it runs the run (the terminal's foreground job), writes the
+# run's status to a file, and stays a while: a session leader that ends hangs up its
+# terminal, whose SIGHUP would end what the run left, hiding whether the run ended it.
+SESSION = """
+import subprocess, sys, time
+status = subprocess.call(sys.argv[2:])
+open(sys.argv[1], "w").write(str(status))
+time.sleep(30)
+"""
+
+
+def _on_a_terminal(command: list[str], ready: Any, tmp_path: Any) -> int:
+    """Run `_run_command(command)` as the foreground job of a new pseudo-terminal, type
+    Ctrl-C once `ready` has content, and return the run's exit status."""
+    import pty
+
+    ended = tmp_path / "status"
+    pid, master = pty.fork()
+    if pid == 0:  # the child: the terminal is its controlling one, its group the foreground
+        runner = [sys.executable, "-c", RUNNER, "5", *command]
+        os.execv(sys.executable, [sys.executable, "-c", SESSION, str(ended), *runner])
+    try:
+        deadline = time.monotonic() + 30
+        while not (ready.exists() and ready.read_text()):
+            assert time.monotonic() < deadline, "never ready"
+            time.sleep(0.02)
+        os.write(master, b"\x03")  # Ctrl-C, as typed
+        while not (ended.exists() and ended.read_text()):
+            assert time.monotonic() < deadline, "the run did not end"
+            if select.select([master], [], [], 0.05)[0]:
+                with contextlib.suppress(OSError):  # what it prints: it never waits on us
+                    os.read(master, 4096)
+        return int(ended.read_text())
+    finally:
+        os.close(master)
+        with contextlib.suppress(ChildProcessError, ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+# Counts the SIGINTs it gets: it writes `ready`, waits for one, leaves time for a second,
+# and writes how many came.
+COUNTER = """
+import signal, sys, time
+seen = []
+signal.signal(signal.SIGINT, lambda *_: seen.append(1))
+open(sys.argv[1], "w").write("ready")
+deadline = time.monotonic() + 20
+while not seen and time.monotonic() < deadline:
+    time.sleep(0.02)
+time.sleep(0.5)
+open(sys.argv[1], "w").write(str(len(seen)))
+sys.exit(5)
+"""
+
+
+def test_ctrl_c_on_a_terminal_reaches_the_command_once(tmp_path):
+    counted = tmp_path / "count"
+    status = _on_a_terminal([sys.executable, "-c", COUNTER, str(counted)], counted, tmp_path)
+    assert status == 5
+    assert counted.read_text() == "1"
+
+
+def test_ctrl_c_on_a_terminal_leaves_no_background_job(tmp_path):
+    pid_file = tmp_path / "pid"
+    command = ["sh", "-c", f"sleep 300 & echo $! > {pid_file}; wait"]
+    status = _on_a_terminal(command, pid_file, tmp_path)
+    assert status == 128 + signal.SIGINT
+    assert not _alive(int(pid_file.read_text()))
+
+
+# -- options checked alike everywhere -------------------------------------------------------
+
+
+def _refused_at_start(*args: str) -> str:
+    """`serve ARGS`, refused before serving: its one line on stderr (status 2)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mock_server", "serve", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=bounded(),
+    )
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("platform-mock: "), result.stderr
+    return lines[0]
+
+
+def test_a_report_target_that_is_a_pipe_is_refused_before_serving(tmp_path):
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    line = _refused_at_start("--report", f"json={fifo}")
+    assert (
+        line
+        == f"platform-mock: --report: {fifo} is not a regular file (a pipe, a device or a socket)"
+    )
+
+
+@pytest.mark.parametrize("device", ["/dev/null", "/dev/stdout"])
+def test_a_report_target_that_is_a_device_is_refused_before_serving(device):
+    assert "is not a regular file" in _refused_at_start("--report", f"text={device}")
+
+
+def test_a_report_file_name_over_255_bytes_is_one_line_of_usage_error(tmp_path):
+    long_name = tmp_path / ("r" * 300 + ".json")
+    line = _refused_at_start("--report", str(long_name))
+    assert line.startswith("platform-mock: --report: ") and line.endswith("File name too long")
+
+
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_two_report_formats_through_a_link_to_one_file_are_refused(tmp_path, link):
+    target = tmp_path / "report.json"
+    target.write_text("{}")
+    other = tmp_path / "other.txt"
+    (os.symlink if link == "symlink" else os.link)(target, other)
+    line = _refused_at_start("--report", str(target), "--report", f"text={other}")
+    assert (
+        line
+        == f"platform-mock: --report: the json and text reports would both be written to {other}"
+    )
+
+
+def test_a_report_through_a_dangling_link_to_another_target_is_refused(tmp_path):
+    other = tmp_path / "other.txt"
+    os.symlink(tmp_path / "report.json", other)  # to a file not written yet
+    line = _refused_at_start("--report", str(tmp_path / "report.json"), "--report", f"text={other}")
+    assert "would both be written to" in line
+
+
+def test_a_report_over_a_fixture_file_is_refused(tmp_path):
+    world = tmp_path / "world.yaml"
+    world.write_text("users: []\n")
+    line = _refused_at_start("--fixtures", str(world), "--report", f"json={world}")
+    assert line == f"platform-mock: --report: {world} is the fixture file {world}"
+
+
+def test_writing_a_report_over_a_pipe_made_since_the_start_fails_at_once(tmp_path):
+    fifo = tmp_path / "late.fifo"
+    os.mkfifo(fifo)
+    script = (
+        "import sys; from pathlib import Path; from mock_server import report_files\n"
+        "try:\n"
+        f"    report_files.write({{}}, {{'json': Path({str(fifo)!r})}})\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        preexec_fn=bounded(),
+    )
+    assert done.stdout.startswith("refused"), done.stderr
+
+
+@pytest.mark.parametrize(
+    "seed", ["-1", "9007199254740992", "99999999999999999999999"], ids=["negative", "2^53", "huge"]
+)
+def test_a_seed_outside_0_to_2_53_minus_1_is_a_usage_error(seed):
+    result = subprocess.run(
+        [sys.executable, "-m", "mock_server", "serve", "--port", "0", "--seed", seed],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=bounded(),
+    )
+    assert result.returncode == 2
+    assert "a seed is a whole number from 0 to 2^53 - 1" in result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("seed", "status"),
+    [
+        pytest.param(-1, 400, id="negative"),
+        pytest.param(2**53, 400, id="2^53"),
+        pytest.param(2**53 - 1, 200, id="2^53-1"),
+        pytest.param("5", 400, id="text"),
+        pytest.param(True, 400, id="boolean"),
+    ],
+)
+def test_the_admin_api_takes_the_seeds_the_command_line_takes(admin, store, seed, status):
+    assert admin.post("/reset", json={"seed": seed}).status_code == status
+    assert store.seed == (seed if status == 200 else 0)
+
+
+def test_a_null_seed_is_no_seed(admin, store):
+    assert admin.post("/reset", json={"seed": 7}).status_code == 200
+    assert admin.post("/reset", json={"seed": None}).status_code == 200
+    assert store.seed == 7
+
+
+@pytest.mark.parametrize("seed", [-1, 2**53, True], ids=["negative", "2^53", "boolean"])
+def test_python_and_the_pytest_plugin_take_the_same_seeds(seed):
+    with pytest.raises(ValueError, match="a seed is a whole number"):
+        MockConfig(seed=seed).world()
+    with pytest.raises(ValueError, match="a seed is a whole number"):
+        PlatformMock().reset(seed=seed)  # what the plugin's marker and option do
+
+
+def test_an_allowed_host_that_names_no_host_is_a_usage_error():
+    line = _refused_at_start("--allowed-host", "evil example")
+    assert line.startswith("platform-mock: --allowed-host 'evil example': a host is a name")

@@ -28,7 +28,7 @@ from mock_server.state.entities import (
     SecretGroup,
     Subject,
 )
-from mock_server.state.sources import Sources, SourcesState
+from mock_server.state.sources import Sources, SourcesState, seed_problem
 
 if TYPE_CHECKING:
     from mock_server.fixtures import Fixture
@@ -176,6 +176,12 @@ class Area:
             self.world.ids.pop(id_, None)
 
 
+def _check_seed(seed: int) -> None:
+    problem = seed_problem(seed)
+    if problem:
+        raise ValueError(problem)
+
+
 class Store:
     """The platform's state for one app: entities, rules, seeded sources and a lock.
 
@@ -200,6 +206,7 @@ class Store:
         from mock_server.state.secrets import Secrets
         from mock_server.state.tokens import Tokens
 
+        _check_seed(seed)
         self.lock = threading.RLock()
         self.seed = seed
         self.initial_documents: list[Fixture] = list(documents)
@@ -226,6 +233,8 @@ class Store:
         `extra` documents, built anew from the initial documents (then the extra ones).
         Documents loaded since are dropped. Each reset makes a new world, which draws its
         personal access token ids from a stream of its own."""
+        if seed is not None:
+            _check_seed(seed)
         extra = list(extra)
         with self.lock:
             if seed is None and not extra and self._snapshot is not None:
