@@ -167,6 +167,12 @@ class MethodNotAllowed(PlatformError):
     default_message = "Method not allowed on this path"
 
 
+# 408
+class RequestTimeout(PlatformError):
+    status, code = 408, 40801
+    default_message = "The request did not arrive in full in time"
+
+
 # 409
 class TagInUse(PlatformError):
     status, code = 409, 40901

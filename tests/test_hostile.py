@@ -34,7 +34,12 @@ from mock_server import MockConfig, PlatformMock, fixtures
 from mock_server.auth import ALGORITHM, ISSUER
 from mock_server.fixtures import dump
 from mock_server.http.hosts import HostGuard
-from mock_server.server import BackgroundServer
+from mock_server.server import (
+    IDLE_SECONDS,
+    REQUEST_SECONDS,
+    BackgroundServer,
+    uvicorn_config,
+)
 from tests.conftest import CONTROL_PLANE, assert_error, http_client
 from tests.test_cli import SERVE_OUTPUT
 
@@ -1091,3 +1096,91 @@ def test_python_and_the_pytest_plugin_take_the_same_seeds(seed):
 def test_an_allowed_host_that_names_no_host_is_a_usage_error():
     line = _refused_at_start("--allowed-host", "evil example")
     assert line.startswith("platform-mock: --allowed-host 'evil example': a host is a name")
+
+
+# -- connections have timeouts -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def impatient():
+    """A mock that closes idle connections after 0.3 s and waits 0.6 s for a request."""
+    with BackgroundServer(PlatformMock(), idle_seconds=0.3, request_seconds=0.6) as server:
+        yield server
+
+
+def _until_closed(server, sent: bytes) -> bytes:
+    """Everything the server answers on a connection that sends `sent` and then waits."""
+    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+        sock.sendall(sent)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [pytest.param(b"", id="silent"), pytest.param(b"\r\n\r\n", id="line-breaks-only")],
+)
+def test_a_connection_that_sends_no_request_is_closed_when_idle(impatient, sent):
+    assert _until_closed(impatient, sent) == b""
+
+
+def test_a_connection_idle_after_its_response_is_closed(impatient):
+    head = b"GET /docs/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    assert _until_closed(impatient, head).startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        pytest.param(b"G", id="one-byte"),
+        pytest.param(b"GET /docs/ HTTP/1.1\r\nHost: 127.0.0.1\r\n", id="half-the-headers"),
+    ],
+)
+def test_a_request_whose_head_does_not_arrive_in_time_is_408(impatient, sent):
+    answer = _until_closed(impatient, sent)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ") and b"connection: close" in head
+    assert json.loads(body)["code"] == 40801
+
+
+def test_a_request_whose_body_does_not_arrive_in_time_is_408_and_changes_nothing(impatient):
+    mock = impatient.mock
+    before = dump(mock.store)
+    token = mock.auth.dev_token().encode()
+    head = (
+        b"PUT /api/svc/v1/artifact-versions/tags HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Authorization: Bearer " + token + b"\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"tags": '
+    )
+    answer = _until_closed(impatient, head)
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert dump(mock.store) == before
+
+
+def test_the_documented_timeouts_are_the_commands():
+    config = uvicorn_config(PlatformMock())
+    assert (config.timeout_keep_alive, config.request_seconds) == (5, 30)
+    assert (IDLE_SECONDS, REQUEST_SECONDS) == (5, 30)
+
+
+def test_serve_keeps_answering_new_clients_while_1200_sit_idle():
+    # The server starts with the usual soft limit of 1,024 open files, and a hard one
+    # above: it raises its own. This process needs as many for its side of the connections.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1200 + 100
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    process, urls = serve("--quiet", files=4096)
+    idle: list[socket.socket] = []
+    try:
+        host, port = urls["base"].removeprefix("http://").rsplit(":", 1)
+        for _ in range(1200):
+            idle.append(socket.create_connection((host, int(port)), timeout=10))
+        response = httpx.get(urls["base"] + "/docs/", timeout=10)
+        assert response.status_code == 200
+    finally:
+        for sock in idle:
+            sock.close()
+        stop(process)
