@@ -397,17 +397,18 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_CANNOT_BIND
+    # Everything the process prints on standard output (the banner, the request log, the
+    # stop) goes through an outlet that never waits on its reader: a reader that stops
+    # reading, or goes away (`serve | head -1`), holds neither the server nor its stop.
+    stdout = request_log.outlet(sys.stdout)
+    if stdout is not None:
+        sys.stdout = stdout  # type: ignore[assignment]
     # Standard output is the JSON log's alone: a reader takes each of its lines as a record.
     out: IO[str] = sys.stderr if args.log_format == "json" else sys.stdout
     host, port = sock.getsockname()[:2]
     _banner(mock, args, host, port, out)
     if not args.quiet:
-        outlet = request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
-        if outlet is not None:
-            # Everything the process prints there goes through the log's outlet, so that a
-            # reader who stops reading holds neither the server nor its stop.
-            out = outlet if out is sys.stdout else out  # type: ignore[assignment]
-            sys.stdout = outlet  # type: ignore[assignment]
+        request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
     config = uvicorn_config(mock, log_level=args.log_level)
     server = _Server(config)
     server.out = out

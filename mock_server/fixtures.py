@@ -472,6 +472,8 @@ def check(
     problems, unexplained = _schema_problems(data, odd)
     if not problems and odd != []:
         problems = list(_unsendable_values(data, ()))
+    if not problems:
+        problems = _generated_problems(data)
     if problems:
         lines = fixture.lines(path for path, _ in problems)
         # In the order of the file's lines, as an editor shows them.
@@ -487,6 +489,38 @@ def check(
 
 THIN_OVER = 64  # a list longer than this is cut, for an explanation, to what matters in it
 KEPT = 8  # elements a cut list keeps from its start (the schema's `minItems` are below it)
+
+
+# What one document may ask to be generated, in all: each `generate` is bounded by the
+# schema, but a few lines of them could otherwise ask for more than any memory holds.
+MAX_GENERATED = {"applications": 10_000, "runs": 1_000_000, "modelResponses": 100_000}
+RUNS_PER_GENERATED_JOB = 30  # at most (`Deployments.generate_applications`)
+
+
+def _generated_problems(data: dict[str, Any]) -> list[tuple[Path_, str]]:
+    """The sections of a (schema-valid) document that ask for more generated records, in
+    all, than `MAX_GENERATED` allows."""
+
+    def asked(records: Any) -> int:
+        return sum(r["generate"] for r in records or [] if isinstance(r, dict) and "generate" in r)
+
+    applications = data.get("applications") or []
+    totals = {
+        "applications": asked(applications),
+        "runs": asked(applications) * RUNS_PER_GENERATED_JOB
+        + sum(asked(a.get("runs")) for a in applications if "generate" not in a),
+        "modelResponses": asked(data.get("modelResponses")),
+    }
+    named = {"applications": "applications", "runs": "runs", "modelResponses": "model responses"}
+    return [
+        (
+            ("modelResponses",) if kind == "modelResponses" else ("applications",),
+            f"asks for up to {total:,} generated {named[kind]} in all; one document may ask "
+            f"for at most {MAX_GENERATED[kind]:,}",
+        )
+        for kind, total in totals.items()
+        if total > MAX_GENERATED[kind]
+    ]
 
 
 def _schema_problems(data: dict[str, Any], odd: list[Path_] | None) -> tuple[list[Any], bool]:

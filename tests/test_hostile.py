@@ -754,6 +754,36 @@ def test_the_mock_answers_while_a_big_upload_is_read(admin, server, monkeypatch)
     assert [t for t in answered if reading["start"] < t < reading["end"]]
 
 
+JOB = "{name: j%d, type: job, workspace: w, deployments: [{manifest: {}}], runs: [{generate: %d}]}"
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        pytest.param(
+            "applications:\n" + "".join(f"  - {JOB % (n, 1_000_000)}\n" for n in range(3)),
+            "g.yaml:2: applications: asks for up to 3,000,000 generated runs in all; one "
+            "document may ask for at most 1,000,000",
+            id="runs",
+        ),
+        pytest.param(
+            "applications:\n" + "  - {generate: 10000, workspace: w}\n" * 2,
+            "g.yaml:2: applications: asks for up to 20,000 generated applications in all",
+            id="applications",
+        ),
+        pytest.param(
+            "modelResponses: [{generate: 100000}, {generate: 100000}]\n",
+            "g.yaml:1: modelResponses: asks for up to 200,000 generated model responses in all",
+            id="model-responses",
+        ),
+    ],
+)
+def test_a_few_lines_may_not_ask_for_more_generated_records_than_memory_holds(document, expected):
+    with pytest.raises(fixtures.FixtureError) as raised:
+        fixtures.parse(document, "g.yaml")
+    assert str(raised.value).startswith(expected)
+
+
 def test_many_records_at_fault_are_explained_in_part_and_counted(store):
     document = "tenant: acme\nusers:\n" + "".join(f"  - {{email: {n}}}\n" for n in range(5000))
     with pytest.raises(fixtures.FixtureError) as raised:

@@ -256,7 +256,8 @@ def wants_colour(stream: IO[str]) -> bool:
 
 
 LOG_BUDGET = 1024 * 1024  # bytes of lines an Outlet keeps while its reader lags
-DRAIN_SECONDS = 2.0  # at stop, how long the lines kept may wait for the reader
+DRAIN_SECONDS = 2.0  # at stop, how long the reader may take nothing before lines are dropped
+DRAIN_LIMIT_SECONDS = 30.0  # and how long, at most, a reader that takes little is waited for
 RETRY_SECONDS = 0.05  # how often a loop tries again to write what the reader did not take
 # Bytes written at once to a pipe, terminal or socket the reader may leave full: at most
 # PIPE_BUF, which a pipe found writable takes whole, without blocking.
@@ -316,14 +317,19 @@ class Outlet(io.TextIOBase):
         with self._lock:
             self._write(0.0)
 
-    def drain(self, timeout: float) -> None:
-        """Wait up to `timeout` seconds for the reader to take what is kept; drop the rest."""
-        deadline = time.monotonic() + timeout
+    def drain(self, timeout: float, limit: float = DRAIN_LIMIT_SECONDS) -> None:
+        """Write what is kept while the reader takes some every `timeout` seconds (for
+        `limit` seconds at most); drop what it leaves."""
+        give_up = time.monotonic() + limit
         with self._lock:
-            while self._pending and not self._write(max(0.0, deadline - time.monotonic())):
-                if time.monotonic() >= deadline:
-                    self.dropped += self._pending.count(b"\n") or 1
-                    self._pending.clear()
+            while self._pending and time.monotonic() < give_up:
+                before = len(self._pending)
+                self._write(timeout)
+                if len(self._pending) == before:  # nothing taken for `timeout` seconds
+                    break
+            if self._pending:
+                self.dropped += self._pending.count(b"\n") or 1
+                self._pending.clear()
 
     def _write(self, wait: float) -> bool:
         """Write what the reader takes, waiting up to `wait` seconds for it to take some;
@@ -408,8 +414,8 @@ def configure(
         raise ValueError(f"log format {log_format!r} is not one of {', '.join(FORMATS)}")
     if discards(stream):
         return None
-    outlet = _outlet_of(stream)
-    handler = LoopFlushedHandler(stream if outlet is None else cast(IO[str], outlet))
+    found = outlet(stream)
+    handler = LoopFlushedHandler(stream if found is None else cast(IO[str], found))
     handler.setFormatter(
         JSONFormatter() if log_format == "json" else TextFormatter(wants_colour(stream))
     )
@@ -420,19 +426,21 @@ def configure(
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
     logger.propagate = False
-    if outlet is not None:
-        _outlets.append(outlet)
-    return outlet
+    return found
 
 
-def _outlet_of(stream: IO[str]) -> Outlet | None:
+def outlet(stream: IO[str]) -> Outlet | None:
+    """`stream` as an Outlet (itself, if it is one), counted in `dropped` and drained by
+    `close`; None for a stream that is no file descriptor (a StringIO)."""
     if isinstance(stream, Outlet):
         return stream
     try:
         stream.flush()  # what was printed before goes first
-        return Outlet(stream)
-    except (OSError, ValueError, AttributeError):  # not a file descriptor (a StringIO)
+        made = Outlet(stream)
+    except (OSError, ValueError, AttributeError):
         return None
+    _outlets.append(made)
+    return made
 
 
 def dropped() -> int:
@@ -441,11 +449,10 @@ def dropped() -> int:
 
 
 def close(timeout: float = DRAIN_SECONDS) -> int:
-    """Give the reader up to `timeout` seconds to take the lines kept for it, drop the rest,
-    and stop logging; the lines dropped in all."""
+    """Stop logging, and write what is kept while the reader takes some (every `timeout`
+    seconds; see `Outlet.drain`), dropping the rest; the lines dropped in all."""
     for old in list(logger.handlers):
         logger.removeHandler(old)
-    deadline = time.monotonic() + timeout
-    for outlet in _outlets:
-        outlet.drain(max(0.0, deadline - time.monotonic()))
+    for kept in _outlets:
+        kept.drain(timeout)
     return dropped()
