@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import re
+import threading
 import typing as t
 from collections import Counter
 
@@ -29,6 +30,9 @@ MAX_BODY_BYTES = 1024 * 1024
 # Operations that take more: a state dump of a world of 100,000 job runs (about 25 MB of
 # JSON) loads back through the admin API in one request (spec/admin.yaml says so).
 BODY_LIMITS = {"adminLoadFixtures": 64 * 1024 * 1024}
+# Held while a body over MAX_BODY_BYTES is read or checked (off the event loop): reading one
+# takes several times its size in memory, so big bodies are read one at a time.
+ONE_BIG_BODY = threading.Lock()
 MAX_DETAILS = 100  # violations listed in one error body
 MAX_DEPTH = 64  # levels of nesting a JSON value may have (orjson writes at most 255)
 UTF8_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")  # ASCII is UTF-8 too

@@ -46,6 +46,7 @@ from mock_server.http.middleware import notes, query_by_key, query_pairs
 from mock_server.http.scope import operation_id
 from mock_server.validation import (
     MAX_BODY_BYTES,
+    ONE_BIG_BODY,
     UTF8_CHARSETS,
     Detail,
     body_limit,
@@ -262,8 +263,12 @@ class JSONBodyValidator(JSONRequestBodyValidator):
         if len(raw) > MAX_BODY_BYTES:
             # Only the admin API's fixture uploads are this big (up to 64 MiB): reading
             # them takes seconds, which the event loop's other requests do not wait for.
-            return await asyncio.to_thread(self._parsed, raw)
+            return await asyncio.to_thread(self._parsed_alone, raw)
         return self._parsed(raw)
+
+    def _parsed_alone(self, raw: bytes) -> t.Any:
+        with ONE_BIG_BODY:
+            return self._parsed(raw)
 
     def _parsed(self, raw: bytes) -> t.Any:
         """The body as the handler takes it, from the bytes sent, or `_NO_BODY`."""

@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from mock_server import errors
 from mock_server.http.scope import operation_id
-from mock_server.validation import body_limit
+from mock_server.validation import ONE_BIG_BODY, body_limit
 
 WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
 # Operations whose handler may take seconds on a big input (a fixture document of up to
@@ -69,7 +69,7 @@ class InlineWSGI:
                     close()
 
         if operation_id(scope) in OFF_LOOP:
-            content = await asyncio.to_thread(respond)
+            content = await asyncio.to_thread(_alone, respond)
         else:
             content = respond()
         status, headers = started
@@ -84,6 +84,11 @@ class InlineWSGI:
             }
         )
         await send({"type": "http.response.body", "body": content})
+
+
+def _alone(respond: Callable[[], bytes]) -> bytes:
+    with ONE_BIG_BODY:  # one big document checked at a time, as one is read at a time
+        return respond()
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:
