@@ -532,7 +532,7 @@ def _schema_problems(data: dict[str, Any], odd: list[Path_] | None) -> tuple[lis
     record at fault with its long lists cut to those elements, and the rest of the document
     (its sections less their records). So a document of a hundred thousand records costs
     fast passes and a few explanations, however many records are at fault."""
-    if odd == [] and _surely_valid(_fast_validator(), data):
+    if odd in ([], None) and _surely_valid(_fast_validator(), data):  # odd values: it cannot
         return [], False
     problems: list[tuple[Path_, str]] = []
     outline = {
