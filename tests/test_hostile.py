@@ -461,6 +461,8 @@ def test_with_host_check_all_every_path_checks_the_host(open_server):
         pytest.param("localhost:8080", ("127.0.0.2", 8080), True, id="other-loopback"),
         pytest.param("localhost", ("127.0.0.1", 80), True, id="default-port"),
         pytest.param("localhost", ("127.0.0.1", 8080), False, id="default-port-not-its-port"),
+        pytest.param("0.0.0.0:8080", ("127.0.0.1", 8080), True, id="unspecified-from-itself"),
+        pytest.param("0.0.0.0:8080", ("192.168.1.5", 8080), False, id="unspecified-from-afar"),
     ],
 )
 def test_a_server_bound_beyond_loopback_answers_at_its_own_address(host, local, own):

@@ -8,7 +8,9 @@ the server's own names, and, for the admin API, only when no page of another ori
 
 The server's own names, for a request that came in on local address A and port P:
 
-- when A is a loopback address: `localhost`, `127.0.0.1` and `[::1]` (and A itself), at P;
+- when A is a loopback address: `localhost`, `127.0.0.1` and `[::1]` (and A itself, and
+  `0.0.0.0` and `[::]`, which reach the machine itself: the URLs a server bound to every
+  address prints), at P;
 - otherwise (a server bound to 0.0.0.0 or to an interface): A itself, at P;
 - and the names configured (`--allowed-host`): `name` at any port, `name:port` at that one,
   `*` for any name (which turns the check off).
@@ -30,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mock_server import errors
 
 ANY_HOST = "*"
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"})
 # A host name (letters, digits, - and .), an IPv4 address, or an IPv6 address in brackets.
 _NAME = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]", re.IGNORECASE)
 # Fetch Metadata: what a browser says of a request's sender. Only the page itself
