@@ -8,6 +8,7 @@ import contextlib
 import ipaddress
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -480,14 +481,17 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         status = _run_command(command, {**os.environ, **environment(server, args)})
     report = mock.report.to_dict()
     print(report_files.text(report), file=sys.stderr, end="")
-    checked = _finish(mock, args, sys.stderr, _ending(command[0], status))
+    checked = _finish(mock, args, sys.stderr, _ending(command, status))
     return status or checked
 
 
-def _ending(program: str, status: int) -> str:
+def _ending(command: list[str], status: int) -> str:
     """How the command ended, for the verdict; "" when it passed."""
     if status == 0:
         return ""
+    program = shlex.join([os.path.basename(command[0]), *command[1:]])
+    if len(program) > 60:
+        program = program[:59] + "…"
     if status > EXIT_FORCED and status - EXIT_FORCED in signal.valid_signals():
         name = signal.Signals(status - EXIT_FORCED).name
         return f"the command ({program}) was ended by {name} (status {status})"

@@ -52,7 +52,8 @@ def text(value: Any) -> str:
 
 def json_text(value: Any, *, indent: int | None = None) -> str:
     """`value` as JSON that no terminal or CI acts on, read back as exactly `value`."""
-    written = json.dumps(value, ensure_ascii=False, indent=indent)
+    compact = (",", ":") if indent is None else None
+    written = json.dumps(value, ensure_ascii=False, indent=indent, separators=compact)
     # Inside a JSON string these characters can only be the client's; JSON's own syntax
     # has none of them, and `[` after `##` is in a string as well (`##` is no JSON token).
     written = written.translate(_AS_JSON)

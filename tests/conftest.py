@@ -3,6 +3,7 @@ HTTP), reset before each test, with clients and helpers on top."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tarfile
@@ -130,6 +131,7 @@ SHARED_SETUP_FIRST = (
     "test_pytest_plugin.py",
     "test_plugin_ci.py",
     "test_run_command.py",
+    "test_run_ci.py",
 )
 
 
@@ -182,5 +184,8 @@ def junit_schema(pytestconfig: pytest.Config) -> Any:
                     f"pytest-{pytest.__version__}/testing/example_scripts/junit-10.xsd"
                 )
                 assert member is not None
-                kept.write_bytes(member.read())
+                # Written whole, then renamed: another worker may be reading it.
+                part = kept.with_name(f"{kept.name}.{os.getpid()}")
+                part.write_bytes(member.read())
+                os.replace(part, kept)
     return xmlschema.XMLSchema(str(kept))
