@@ -564,6 +564,19 @@ def token(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, where a reader gone is caught, not at the interpreter's exit
+    except BrokenPipeError:
+        # The reader of standard output has gone (`platform-mock token | head -c 80`): exit
+        # as a program that SIGPIPE ended, with nothing on stderr. Standard output points to
+        # the null device, for the flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FORCED + signal.SIGPIPE
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # `run`'s command is everything after the first `--`, options included, untouched.
     split = arguments.index("--") if "--" in arguments else len(arguments)

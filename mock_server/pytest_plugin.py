@@ -316,6 +316,10 @@ class _Backend:
     def token_for(self, subject: str) -> str:
         raise NotImplementedError
 
+    def token(self) -> str:
+        """The default user's token in the world as it is (a marker may re-seed it)."""
+        raise NotImplementedError
+
     def report(self) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -366,6 +370,9 @@ class _Local(_Backend):
     def token_for(self, subject: str) -> str:
         return self.mock.auth.dev_token(self.mock.store.identity.subject_by_reference(subject))
 
+    def token(self) -> str:
+        return self.mock.auth.dev_token()
+
     def report(self) -> dict[str, Any]:
         return self.mock.report.to_dict()
 
@@ -414,6 +421,10 @@ class _Remote(_Backend):
 
     def token_for(self, subject: str) -> str:
         found: str = self.remote.token_for(subject)
+        return found
+
+    def token(self) -> str:
+        found: str = self.remote.token
         return found
 
     def report(self) -> dict[str, Any]:
@@ -500,11 +511,7 @@ class MockHandle:
     @property
     def token(self) -> str:
         """A token of the default user (alice, tenant admin, in the default fixtures)."""
-        if self.backend.server is not None:  # minted anew: a marker may re-seed the world
-            return self.backend.server.mock.auth.dev_token()
-        if self.backend.coordinates.token is None:
-            raise RuntimeError("the served world has no user, so no user token")
-        return self.backend.coordinates.token
+        return self.backend.token()
 
     @property
     def admin_token(self) -> str:

@@ -32,6 +32,8 @@ class RemoteMock:
 
     def __init__(self, where: Coordinates, *, verify: Any = True):
         self.coordinates = where
+        self.seed = where.seed  # of the world as the last reset left it
+        self._token = where.token  # the default user's, minted again after a reset
         self._admin = httpx.Client(
             base_url=where.admin_url,
             headers={"Authorization": f"Bearer {where.admin_token}"},
@@ -73,6 +75,16 @@ class RemoteMock:
             content=orjson.dumps(body),
             headers={"Content-Type": "application/json"},
         )
+        if seed is not None:
+            self.seed = seed
+        self._token = None
+
+    @property
+    def token(self) -> str:
+        """The default user's token in the world as it is."""
+        if self._token is None:
+            self._token = self.token_for(None)
+        return self._token
 
     def begin_test(self, name: str, *, expecting: bool = False) -> None:
         self._call("PUT", "/test", json={"test": name, "expectViolations": expecting})
@@ -99,7 +111,7 @@ class RemoteMock:
         """The world as it is now, rebuilt from its dump: ids, names and records as served.
         Changing it changes nothing in the served world (`load` does)."""
         dump = fixtures.check(self._call("GET", "/state"), "the served world")
-        return Store(self.coordinates.seed, [dump])
+        return Store(self.seed, [dump])
 
     def load(self, document: dict[str, Any]) -> None:
         """Add a fixture document's records to the served world."""
@@ -131,8 +143,10 @@ class RemoteMock:
             applied=added["applied"],
         )
 
-    def token_for(self, subject: str) -> str:
-        token: str = self._call("POST", "/tokens", json={"subject": subject})["token"]
+    def token_for(self, subject: str | None) -> str:
+        """A token for a subject of the world (None: the default user)."""
+        body = {} if subject is None else {"subject": subject}
+        token: str = self._call("POST", "/tokens", json=body)["token"]
         return token
 
     def report(self) -> dict[str, Any]:

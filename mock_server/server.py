@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import secrets
 import socket
 import threading
 import time
@@ -219,7 +220,10 @@ class Worlds:
                 )
             self._made += 1
             world_id = f"world-{self._made}"
-        config = self._mock.config
+        # A key of its own, unless one was given: no token of one world opens another.
+        config = dataclasses.replace(
+            self._mock.config, signing_key=self._mock.config.signing_key or secrets.token_hex(32)
+        )
         if seed is not None:
             config = dataclasses.replace(config, seed=seed)
         world = PlatformMock(config)

@@ -54,16 +54,18 @@ def _fixture_errors() -> Iterator[None]:
         ) from None
 
 
-def mint_token(body: dict[str, Any]) -> dict[str, Any]:
+def mint_token(body: dict[str, Any] | None = None) -> dict[str, Any]:
     """A development token for a subject of the current world, named as `platform-mock token
     --subject` and the pytest plugin's `token_for` name one: after a re-seed or a fixture
     load, the tokens printed at start name subjects that may no longer exist."""
     store = mock().store
+    named = (body or {}).get("subject")
     try:
-        subject = store.identity.subject_by_reference(body["subject"])
-    except ValueError as exc:
+        subject = store.identity.subject_by_reference(named)
+    except (ValueError, errors.MockFailure) as exc:  # MockFailure: no user to be the default
+        what = f"subject {named!r}" if named else "user"
         raise errors.SubjectNotFound(
-            f"No subject {body['subject']!r} in this world: {exc}",
+            f"No {what} in this world: {exc}",
             details=[{"location": "body", "field": "subject", "message": str(exc)}],
         ) from None
     return {"token": mock().auth.dev_token(subject), "subject": render.subject_reference(subject)}
