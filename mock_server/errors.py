@@ -150,6 +150,11 @@ class SubjectNotFound(PlatformError):
     default_message = "No subject by this name in the world"
 
 
+class TenantNotFound(PlatformError):
+    status, code = 404, 40410
+    default_message = "No tenant serves this host name: the world has no tenant yet"
+
+
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501
@@ -166,6 +171,11 @@ class TagInUse(PlatformError):
 class ArtifactVersionExists(PlatformError):
     status, code = 409, 40902
     default_message = "This version of the artifact already exists"
+
+
+class ArtifactVersionFailed(PlatformError):
+    status, code = 409, 40903
+    default_message = "This artifact version failed staging and takes no tags"
 
 
 # 413, 415

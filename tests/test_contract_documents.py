@@ -79,7 +79,9 @@ def test_every_parameter_reaches_its_handler_as_an_argument(operation_id, parame
 
 
 @pytest.mark.parametrize("name", PLATFORM)
-def test_every_operation_requires_the_bearer_scheme(name):
+def test_every_operation_but_the_bootstrap_requires_the_bearer_scheme(name):
+    # The operations a client asks before it has a token are tagged `bootstrap` and take
+    # none; every other one takes the bearer token.
     document = spec(name)
     assert document["components"]["securitySchemes"]["bearerAuth"] == {
         "type": "http",
@@ -87,7 +89,17 @@ def test_every_operation_requires_the_bearer_scheme(name):
         "bearerFormat": "JWT",
     }
     for operation in operations(name).values():
-        assert operation.get("security", document["security"]) == [{"bearerAuth": []}]
+        expected = [] if "bootstrap" in operation.get("tags", []) else [{"bearerAuth": []}]
+        assert operation.get("security", document["security"]) == expected
+
+
+def test_the_contract_knows_which_operations_take_no_token():
+    assert {op for op, o in contract.operations().items() if not o.token} == {
+        op
+        for name in PLATFORM
+        for op, o in operations(name).items()
+        if "bootstrap" in o.get("tags", [])
+    }
 
 
 # Every field of the source document's tables, by the component that must carry it.
@@ -381,10 +393,15 @@ def test_error_decided_for_a_status_has_that_status(operation_id):
 def test_operation_documents_the_errors_every_request_can_meet(operation_id):
     # A request can always break the contract (400), lack a token (401) or meet a platform
     # failure (500, 503); what the body adds, only a body can meet (413, 415).
-    expected = {400, 401, 500, 503} | (
-        {413, 415} if contract.operations()[operation_id].body else set()
-    )
-    assert expected <= contract.operations()[operation_id].statuses
+    operation = contract.operations()[operation_id]
+    expected = {400, 500, 503} | ({401} if operation.token else set())
+    assert expected | ({413, 415} if operation.body else set()) <= operation.statuses
+
+
+@pytest.mark.parametrize("operation_id", PLATFORM_OPERATIONS)
+def test_operation_without_a_token_documents_no_401(operation_id):
+    operation = contract.operations()[operation_id]
+    assert (401 in operation.statuses) == operation.token
 
 
 TABLE_ROW = re.compile(r"^\|[^|]+\|\s*(\d{3})\s*\|\s*(\d{5})\s*\|$", re.MULTILINE)

@@ -464,6 +464,26 @@ class JSONResponseValidator(JSONResponseBodyValidator):
             )
 
 
+class EventStreamResponseValidator(JSONResponseValidator):
+    """Checks a server-sent event stream against the contract, which describes it as the
+    list of its events' `data` (JSON), in order; each event's `event:` line must name the
+    `type` its data says."""
+
+    def _parse(self, stream: t.Generator[bytes, None, None]) -> t.Any:
+        events = []
+        for block in b"".join(stream).split(b"\n\n"):
+            if not block.strip():
+                continue
+            fields = dict(line.split(b": ", 1) for line in block.split(b"\n"))
+            data = orjson.loads(fields[b"data"])
+            if not isinstance(data, dict) or fields.get(b"event", b"").decode() != data.get("type"):
+                raise errors.MockFailure(
+                    f"The mock sent an event whose event line does not name its type: {block!r}"
+                )
+            events.append(data)
+        return events
+
+
 @functools.lru_cache(maxsize=16)
 def _response_type(value: bytes) -> tuple[str, str]:
     mime_type, encoding = split_content_type(value.decode("latin-1"))
@@ -544,5 +564,7 @@ class ResponseValidationMiddleware(ConnexionResponseValidationMiddleware):
 VALIDATOR_MAP = {
     "parameter": ParameterValidator,
     "body": MediaTypeDict({"*/*json": JSONBodyValidator}),
-    "response": MediaTypeDict({"*/*json": JSONResponseValidator}),
+    "response": MediaTypeDict(
+        {"*/*json": JSONResponseValidator, "text/event-stream": EventStreamResponseValidator}
+    ),
 }
