@@ -25,6 +25,7 @@ import openai
 import pydantic
 import pytest
 from openai.types.responses import Response
+from pydantic import v1
 from truefoundry_sdk import TrueFoundry
 from truefoundry_sdk import types as sdk
 from truefoundry_sdk.core.api_error import ApiError
@@ -579,3 +580,29 @@ def test_a_world_at_the_fixture_bounds_is_served_and_read_by_the_sdk(mock, api, 
     response = gateway.get("/responses/resp_edge")
     assert response.status_code == 200, response.text
     assert disagreements(Response, response.content, extras=frozenset({"provider", "store"})) == []
+
+
+# -- the platform library's models are pydantic's v1 models: read as strictly ---------------
+
+
+class _V1Config(v1.BaseModel):
+    class Config:
+        allow_population_by_field_name = True
+
+    min_version: str = v1.Field(alias="minVersion")
+    flag: bool | None = v1.Field(alias="useIt", default=False)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param('{"minVersion": "1.0", "useIt": true}', [], id="agrees"),
+        pytest.param('{"useIt": true}', ["minVersion: field required"], id="missing"),
+        pytest.param('{"minVersion": 1}', ["minVersion: 1 coerced into str '1'"], id="coerced"),
+        pytest.param(
+            '{"minVersion": "1", "other": 2}', ["other: not a field of _V1Config"], id="extra"
+        ),
+    ],
+)
+def test_the_oracle_reads_a_v1_model_as_strictly(body, expected):
+    assert disagreements(_V1Config, body) == expected
