@@ -13,6 +13,7 @@ import openai
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
+from mock_server.handlers import render
 from tests.conftest import assert_error
 from tests.sdk_oracle import disagreements
 
@@ -390,3 +391,24 @@ def test_a_retrieve_parameter_that_breaks_the_contract_is_400(gateway, params):
     body = assert_error(response, 400, 40001)
     (name,) = params
     assert {d["field"].removesuffix("[0]") for d in body["details"]} == {name}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(
+            {"type": "response.created", "sequence_number": 0, "output_index": 0},
+            id="breaks-its-schema",
+        ),
+        pytest.param({"type": "response.done", "sequence_number": 0}, id="unknown-type"),
+    ],
+)
+def test_a_streamed_event_that_breaks_the_contract_is_the_mocks_own_500(
+    gateway, monkeypatch, event
+):
+    # Response validation reads every event the mock sends, as it reads a JSON body.
+    monkeypatch.setattr(
+        render, "response_events", lambda response: [{**event, "response": response}]
+    )
+    response = gateway.get(f"/responses/{DEMO_ID}", params={"stream": "true"})
+    assert_error(response, 500, 50001)

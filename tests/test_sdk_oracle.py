@@ -456,6 +456,21 @@ def test_sdk_stages_a_model_version(client, store):
     assert store.world.artifact_versions[staged.id].manifest["name"] == "sdk-model"
 
 
+def test_sdk_marks_a_staged_version_failed(client, store):
+    manifest = sdk.ArtifactManifest(
+        name="sdk-failed", ml_repo="demo-repo", metadata={}, source=sdk.TrueFoundryManagedSource()
+    )
+    staged = client.artifact_versions.stage(manifest=manifest)
+    client.artifact_versions.mark_stage_failure(id=staged.id)
+    assert store.world.artifact_versions[staged.id].failed
+
+
+def test_sdk_mark_stage_failure_of_an_unknown_version_is_its_api_error_404(client):
+    with pytest.raises(ApiError) as raised:
+        client.artifact_versions.mark_stage_failure(id="00000000-0000-4000-8000-000000000000")
+    assert raised.value.status_code == 404
+
+
 def test_sdk_stage_in_an_unknown_repo_is_its_api_error_404(client):
     manifest = sdk.ArtifactManifest(
         name="x", ml_repo="nope", metadata={}, source=sdk.TrueFoundryManagedSource()
