@@ -59,6 +59,25 @@ def test_control_plane_paths_carry_the_version_prefix():
     assert all(path.startswith("/api/svc/v1/") for path in spec("control-plane")["paths"])
 
 
+OPERATION_ROW = re.compile(r"^\| (\d+) \| `(\w+) ([^`]+)` \| `(\w+)` \|$", re.MULTILINE)
+
+
+def test_readme_operations_table_lists_every_operation_of_the_contract_once():
+    section = (ROOT / "README.md").read_text().split("## The operations", 1)[1].split("\n## ")[0]
+    rows = OPERATION_ROW.findall(section)
+    assert [int(number) for number, *_ in rows] == list(range(1, len(rows) + 1))
+    listed = {(method, path, op) for _, method, path, op in rows}
+    assert listed == {
+        (o.method, ("{gateway}" if o.document == contract.GATEWAY_SPEC else "") + o.path, op)
+        for op, o in contract.operations().items()
+    }
+
+
+def test_readme_counts_the_operations_of_the_contract():
+    count = len(contract.operations())
+    assert f"all {count} operations" in (ROOT / "README.md").read_text()
+
+
 def test_gateway_path_has_no_version_segment():
     assert list(spec("gateway")["paths"]) == ["/responses/{id}"]
 
