@@ -151,7 +151,7 @@ class SubjectNotFound(PlatformError):
 
 
 class TenantNotFound(PlatformError):
-    status, code = 404, 40410
+    status, code = 404, 40411
     default_message = "No tenant serves this host name: the world has no tenant yet"
 
 

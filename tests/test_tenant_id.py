@@ -63,5 +63,5 @@ def test_a_world_without_a_tenant_is_404():
         BackgroundServer(PlatformMock(MockConfig(default_fixtures=False))) as empty,
         http_client(base_url=empty.url) as client,
     ):
-        body = assert_error(client.get(PATH, params={"hostName": "x"}), 404, 40410)
+        body = assert_error(client.get(PATH, params={"hostName": "x"}), 404, 40411)
     assert "the world has none" in body["message"]
