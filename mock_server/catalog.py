@@ -284,6 +284,7 @@ PLATFORM: dict[str, Entry] = {
 }
 
 ADMIN: dict[str, Entry] = {
+    "adminHealth": Entry(admin.health),
     "adminReset": Entry(admin.reset),
     "adminLoadFixtures": Entry(admin.load_fixtures),
     "adminMintToken": Entry(admin.mint_token),
@@ -295,6 +296,10 @@ ADMIN: dict[str, Entry] = {
     "adminClearFaults": Entry(admin.clear_faults),
     "adminDeleteFault": Entry(admin.delete_fault),
     "adminGetReport": Entry(admin.get_report),
+    "adminStartTest": Entry(admin.start_test),
+    "adminEndTest": Entry(admin.end_test),
+    "adminCreateWorld": Entry(admin.create_world),
+    "adminDeleteWorld": Entry(admin.delete_world),
 }
 
 CATALOG: dict[str, Entry] = {**PLATFORM, **ADMIN}

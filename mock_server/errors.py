@@ -150,6 +150,11 @@ class SubjectNotFound(PlatformError):
     default_message = "No subject by this name in the world"
 
 
+class WorldNotFound(PlatformError):
+    status, code = 404, 40410
+    default_message = "No world with this id is served beside this mock"
+
+
 class TenantNotFound(PlatformError):
     status, code = 404, 40411
     default_message = "No tenant serves this host name: the world has no tenant yet"
@@ -229,6 +234,14 @@ class ServiceUnavailable(PlatformError):
 def error_classes() -> list[type[PlatformError]]:
     """Every condition, in the order of the table in the spec."""
     return sorted(PlatformError.__subclasses__(), key=lambda cls: cls.code)
+
+
+def condition(code: int | None) -> str:
+    """What the condition of a code means, in its default message; the code, if none has it."""
+    for cls in error_classes():
+        if cls.code == code:
+            return cls.default_message
+    return f"code {code}"
 
 
 def violation_codes() -> frozenset[int]:

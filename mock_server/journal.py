@@ -114,6 +114,7 @@ class Entry:
             "test": self.test,
             "durationMs": self.duration_ms,
             "violation": self.violation,
+            "expected": self.expected,
         }
 
 
@@ -137,6 +138,17 @@ class Journal:
         # Whether the requests now starting break the contract on purpose (a negative test).
         self.expecting = False
         self.observers: list[Callable[[Entry], None]] = []
+
+    def begin_test(self, name: str, *, expecting: bool = False) -> None:
+        """The requests that start from now on are sent by this test; with `expecting`, it
+        breaks the contract on purpose."""
+        with self._lock:
+            self.label, self.expecting = name, expecting
+
+    def end_test(self) -> None:
+        """The requests that start from now on are no test's."""
+        with self._lock:
+            self.label, self.expecting = None, False
 
     def next_seq(self) -> int:
         with self._lock:

@@ -638,9 +638,17 @@ ADMIN_BODIES = {
     "adminLoadFixtures": DANA_DOCUMENT,
     "adminAddFault": {"operationId": "listJobRuns", "status": 503},
     "adminMintToken": {"subject": "bob@acme.example"},
+    "adminStartTest": {"test": "tests/test_client.py::test_it"},
+    "adminCreateWorld": {},
 }
-EVERY_OPERATION = [pytest.param(op, id=op) for op in ADMIN_OPERATIONS]
+# Every operation but the readiness probe, which answers anyone (tested on its own below).
+GUARDED = {op: found for op, found in ADMIN_OPERATIONS.items() if found[2].get("security") != []}
+EVERY_OPERATION = [pytest.param(op, id=op) for op in GUARDED]
 BODY_OPERATIONS = [pytest.param(op, id=op) for op in ADMIN_BODIES]
+
+
+def test_only_the_readiness_probe_answers_without_a_token():
+    assert set(ADMIN_OPERATIONS) - set(GUARDED) == {"adminHealth"}
 
 
 def _just_over(limit: int) -> bytes:

@@ -137,8 +137,8 @@ def test_session_below_min_coverage_says_why_and_what_was_never_exercised(below_
             "*platform mock contract report*",
             "*never exercised: status 200, 400, 401, 403, 422, 500, 503 never returned;*",
             "*never called: generateRoleBindingManifests*",
-            "the session fails:",
-            "*contract coverage *% is below --platform-mock-min-coverage 90%*",
+            "platform mock: contract check FAILED: contract coverage *% (* of *), below "
+            "--platform-mock-min-coverage 90%*",
         ]
     )
 
@@ -175,8 +175,11 @@ def test_report_directory_gets_every_format(below_coverage: Inner):
     assert names == [f"contract-report.{s}" for s in ("json", "md", "txt", "xml")]
 
 
-def test_junit_report_skips_each_status_never_returned(below_coverage: Inner):
+def test_junit_report_fails_the_coverage_check_and_skips_operations_never_called(
+    below_coverage: Inner,
+):
     junit = below_coverage.path / "reports" / "contract-report.xml"
     cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
-    assert cases["listJobRuns returns 404"].find("skipped") is None
-    assert cases["listJobRuns returns 200"].find("skipped") is not None
+    assert cases["the contract coverage reaches --min-coverage"].find("failure") is not None
+    assert cases["listJobRuns keeps the contract"].find("skipped") is None
+    assert cases["deleteSecretGroup keeps the contract"].find("skipped") is not None

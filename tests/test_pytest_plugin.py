@@ -412,19 +412,23 @@ def test_marker_seed_changes_ids_for_that_test_only(behaviours):
 def test_report_option_writes_json_and_text(reported):
     assert set(reported.files) == {"report.json", "report.txt"}
     assert json.loads(reported.files["report.json"])["summary"]["requests"] == 2
-    assert reported.files["report.txt"].startswith("Contract report: 2 request(s), 1 contract")
+    lines = reported.files["report.txt"].splitlines()
+    assert lines[0].startswith("Contract check PASSED (no check was asked for): 1 of 2 request")
+    assert lines[1].startswith("Contract report: 2 request(s), 1 contract")
 
 
 def test_report_names_the_violating_request_and_its_test(reported):
     report = json.loads(reported.files["report.json"])
     assert report["summary"]["violations"] == 1
     violating = {
-        op: usage["violatingRequests"]
+        op: usage["violationGroups"]
         for op, usage in report["operations"].items()
-        if usage["violatingRequests"]
+        if usage["violationGroups"]
     }
     assert list(violating) == ["getOrCreatePersonalAccessToken"]
-    (request,) = violating["getOrCreatePersonalAccessToken"]
+    (group,) = violating["getOrCreatePersonalAccessToken"]
+    assert group["tests"] == {"test_contract.py::test_breaks_the_contract": 1}
+    (request,) = group["examples"]
     assert request["test"] == "test_contract.py::test_breaks_the_contract"
     assert request["request"] == f"GET {TOKENS_PATH}"
     assert request["query"] == {"bogus": ["1"]}
@@ -442,9 +446,10 @@ def test_terminal_summary_names_the_violating_request(reported):
         [
             "*platform mock contract report*",
             "Contract report: 2 request(s), 1 contract violation(s)*",
-            "*VIOLATION in test_contract.py::test_breaks_the_contract: "
-            f"GET {TOKENS_PATH} -> 400 *bogus*",
+            "*VIOLATION query bogus: 1 request(s) by test_contract.py::test_breaks_the_contract",
+            f"*e.g. GET {TOKENS_PATH} -> 400 *bogus*",
             "written to report.json, report.txt",
+            "platform mock: contract check PASSED (no check was asked for): 1 of 2 request(s)*",
         ]
     )
 
