@@ -155,6 +155,11 @@ class WorldNotFound(PlatformError):
     default_message = "No world with this id is served beside this mock"
 
 
+class TenantNotFound(PlatformError):
+    status, code = 404, 40411
+    default_message = "No tenant serves this host name: the world has no tenant yet"
+
+
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501
@@ -171,6 +176,11 @@ class TagInUse(PlatformError):
 class ArtifactVersionExists(PlatformError):
     status, code = 409, 40902
     default_message = "This version of the artifact already exists"
+
+
+class ArtifactVersionFailed(PlatformError):
+    status, code = 409, 40903
+    default_message = "This artifact version failed staging and takes no tags"
 
 
 # 413, 415

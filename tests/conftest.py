@@ -126,6 +126,7 @@ def assert_error(response: httpx.Response, status: int, code: int) -> dict:
 # which builds it once, and they are collected first, so that their long setups overlap
 # the rest of the suite instead of trailing it.
 SHARED_SETUP_FIRST = (
+    "test_truefoundry_library.py",
     "test_readme_examples.py",
     "test_packaging.py",
     "test_pytest_plugin.py",
