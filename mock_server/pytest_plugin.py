@@ -24,6 +24,7 @@ when the first test asks for the mock.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -130,6 +131,69 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "platform_mock_fixtures", "fixture files loaded in every test", type="paths", default=[]
     )
+
+
+# The plugin's options that take a value, which `--option VALUE` gives as a word of its own.
+_VALUED = frozenset(
+    {
+        "--platform-mock-seed",
+        "--platform-mock-fixtures",
+        "--platform-mock-report",
+        "--platform-mock-min-coverage",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    _find_rootdir_again(early_config, args)
+
+
+def _find_rootdir_again(config: pytest.Config, args: list[str]) -> None:
+    """pytest finds its rootdir and ini file before it loads the plugins of installed
+    packages: the value of `--platform-mock-report DIR`, not yet known as an option's, counts
+    as a path to collect, and a DIR outside the project moves the rootdir (every test id and
+    JUnit class name changes) and loses the project's ini file. Here, with the options known,
+    they are found again; where they differ, the rootdir, the ini file, its `addopts` and
+    what pytest derives from them at that point are set as pytest would have set them.
+
+    This reaches pytest's private parts (`_pytest.config.findpaths.determine_setup`, the
+    config's `_rootpath`, `_inipath`, `_inicfg`, `_inicache`, `_parser`, `_validate_args`,
+    `_configure_python_path`); where any is gone, pytest's own finding stands.
+    tests/test_pytest_plugin.py checks both that they exist and that the rootdir stays."""
+    if not any(arg in _VALUED for arg in args):  # only the space form adds words
+        return
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        known = config.known_args_namespace
+        rootpath, inipath, inicfg, ignored = determine_setup(
+            inifile=known.inifilename,
+            override_ini=known.override_ini,
+            args=known.file_or_dir,
+            rootdir_cmd_arg=known.rootdir or None,
+            invocation_dir=config.invocation_params.dir,
+        )
+        if (rootpath, inipath) == (config.rootpath, config.inipath):
+            return
+        had_ini = config.inipath is not None
+        config._rootpath, config._inipath = rootpath, inipath  # type: ignore[attr-defined]
+        config._inicfg, config._ignored_config_files = inicfg, ignored  # type: ignore[attr-defined]
+        config._parser.extra_info["rootdir"] = str(rootpath)  # type: ignore[attr-defined]
+        config._parser.extra_info["inifile"] = str(inipath)  # type: ignore[attr-defined]
+        config._inicache.clear()  # type: ignore[attr-defined]
+        if not had_ini:  # the project's addopts were never applied
+            added = config._validate_args(config.getini("addopts"), "via addopts config")  # type: ignore[attr-defined]
+            args[:0] = added
+            config.pluginmanager.consider_preparse(added, exclude_only=False)
+        config.known_args_namespace = config._parser.parse_known_args(  # type: ignore[attr-defined]
+            args, namespace=copy.copy(config.option)
+        )
+        if config.known_args_namespace.confcutdir is None:
+            config.known_args_namespace.confcutdir = str(inipath.parent if inipath else rootpath)
+        config._configure_python_path()  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, TypeError):
+        return
 
 
 def pytest_configure(config: pytest.Config) -> None:
