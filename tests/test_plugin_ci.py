@@ -222,3 +222,28 @@ def test_pytests_parts_read_to_find_the_rootdir_again_are_there(pytestconfig: py
     for name in ("_validate_args", "_configure_python_path"):
         assert callable(getattr(pytestconfig, name)), name
     assert "rootdir" in pytestconfig._parser.extra_info
+
+
+# -- in-process clients ----------------------------------------------------------------------
+
+NO_SOCKET = """
+def test_clients_reach_the_mock_before_it_listens(platform_mock):
+    with platform_mock.client() as api:
+        assert api.get("/personal-access-tokens/ci").status_code == 200
+    assert not platform_mock.backend.serving
+
+
+def test_asking_for_the_url_serves_it_over_tcp(platform_mock):
+    import httpx
+
+    url = platform_mock.api_url
+    assert platform_mock.backend.serving
+    headers = {"Authorization": f"Bearer {platform_mock.token}"}
+    assert httpx.get(url + "/personal-access-tokens/ci", headers=headers).status_code == 200
+"""
+
+
+def test_the_mock_listens_only_once_a_test_asks_where_it_is(pytester: pytest.Pytester):
+    pytester.makepyfile(test_no_socket=NO_SOCKET)
+    result = run_session(pytester)
+    result.assert_outcomes(passed=2)
