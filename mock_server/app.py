@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.types import Receive, Scope, Send
 
 from mock_server import contract, fixtures
 from mock_server.auth import Authenticator
+from mock_server.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
 from mock_server.faults import Faults
 from mock_server.http import build_connexion_app, journaled, request_log
 from mock_server.http.cors import Cors
@@ -24,8 +25,7 @@ from mock_server.journal import DEFAULT_BUDGET, Journal
 from mock_server.report import ContractReport
 from mock_server.state import Store
 
-ADMIN_PREFIX = "/__admin"
-CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
+__all__ = ["ADMIN_PREFIX", "API_ROOT", "CONTROL_PLANE_PREFIX", "MockConfig", "PlatformMock"]
 API_ROOT = "/api/"  # where the platform's API lives, whatever its version
 HOST_CHECKS = ("admin", "all")  # what HostGuard covers: the admin API, or every path
 
@@ -53,6 +53,15 @@ class MockConfig:
         return Store(self.seed, documents, self.signing_key)
 
 
+class WorldHost(Protocol):
+    """What serves other worlds beside a mock (`POST /__admin/worlds`): the server layer,
+    which alone can listen on new ports."""
+
+    def create(self, seed: int | None) -> dict[str, Any]: ...
+
+    def remove(self, world_id: str) -> bool: ...
+
+
 class PlatformMock:
     """One mock server: an ASGI app with its own store, token authority, request journal,
     fault rules and contract report. Two instances in one process share nothing."""
@@ -69,6 +78,7 @@ class PlatformMock:
         self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
         self._gateway_docs = f"{self.gateway_prefix}/docs"
         self.admin_prefix = ADMIN_PREFIX
+        self.worlds: WorldHost | None = None  # set by the server that serves this mock
         self.app = build_connexion_app(self)
         if self.config.host_check not in HOST_CHECKS:
             raise ValueError(f"host_check {self.config.host_check!r}: one of {HOST_CHECKS}")

@@ -6,7 +6,9 @@ user gives (`--signing-key`, `PLATFORM_MOCK_SIGNING_KEY`) where CI needs tokens 
 a restart. The key is the server's for its whole life: a re-seed keeps it. Tokens carry the
 subject's id (`sub`), type and slug, and for personal access tokens the token id (`jti`), so
 that deleting or revoking a token takes effect at once. Expiry is checked against the
-store's clock, the same clock that stamped the token.
+store's clock, the same clock that stamped the token. A platform subject's token also
+carries what the platform's own CLI and library read from it without checking it
+(`subject_claims`): the tenant's name, and the user's e-mail or the other subject's name.
 
 Nothing may lock a user out: the development tokens the command line prints never expire
 on any world clock (no `nbf`, an `exp` past the last representable instant); the admin
@@ -60,6 +62,19 @@ def key_problem(key: str) -> str | None:
     return None
 
 
+def subject_claims(subject: Subject, tenant_name: str) -> dict[str, str]:
+    """The claims naming a platform subject, as the platform's library decodes them: it
+    requires `tenantName` (and `exp`), and shows the user from `email` or `username`."""
+    shown = {"email": subject.name} if subject.type == "user" else {"username": subject.name}
+    return {
+        "sub": subject.id,
+        "subjectType": subject.type,
+        "subjectSlug": subject.slug,
+        "tenantName": tenant_name,
+        **shown,
+    }
+
+
 class Signer:
     """Mints the server's JWTs."""
 
@@ -70,30 +85,36 @@ class Signer:
         self,
         subject: Subject,
         *,
+        tenant_name: str,
         issued_at: datetime,
         expires_at: datetime,
         jwt_id: str | None = None,
         not_before: datetime | None = None,
     ) -> str:
         return self._encode(
-            subject,
+            subject_claims(subject, tenant_name),
             issued_at,
             nbf=int((not_before or issued_at).timestamp()),
             exp=int(expires_at.timestamp()),
             **({"jti": jwt_id} if jwt_id is not None else {}),
         )
 
-    def mint_long_lived(self, subject: Subject, *, issued_at: datetime) -> str:
+    def mint_long_lived(
+        self, subject: Subject, *, issued_at: datetime, tenant_name: str | None
+    ) -> str:
         """A token valid at every instant of any world clock: no `nbf`, and an `exp` no
-        clock reaches."""
-        return self._encode(subject, issued_at, exp=NEVER_EXPIRES)
+        clock reaches. The admin token (no tenant) names only its subject."""
+        named = (
+            subject_claims(subject, tenant_name)
+            if tenant_name is not None
+            else {"sub": subject.id, "subjectType": subject.type, "subjectSlug": subject.slug}
+        )
+        return self._encode(named, issued_at, exp=NEVER_EXPIRES)
 
-    def _encode(self, subject: Subject, issued_at: datetime, **claims: Any) -> str:
+    def _encode(self, named: dict[str, str], issued_at: datetime, **claims: Any) -> str:
         claims = {
             "iss": ISSUER,
-            "sub": subject.id,
-            "subjectType": subject.type,
-            "subjectSlug": subject.slug,
+            **named,
             "iat": int(issued_at.timestamp()),
             **claims,
         }
@@ -107,7 +128,7 @@ class Authenticator:
         self.store = store
         # Signature checks by (key, token): a client sends the same token again and again.
         # Only the signature is remembered; time, subject and revocation are checked on every
-        # request, and a re-seed (a new key) forgets what the old key verified.
+        # request.
         self._verified: dict[tuple[str, str], dict[str, Any]] = {}
 
     def authenticate(self, authorization: str | None) -> tuple[Caller, PersonalAccessToken | None]:
@@ -209,9 +230,12 @@ class Authenticator:
 
     def admin_token(self) -> str:
         """The token of the admin API, which no platform subject's token can stand in for."""
-        return self.store.signer.mint_long_lived(ADMIN, issued_at=self.store.sources.clock.start)
+        return self.store.signer.mint_long_lived(
+            ADMIN, issued_at=self.store.sources.clock.start, tenant_name=None
+        )
 
     def _long_lived(self, subject: Subject) -> str:
         # Issued at the start of the world's clock, so the token is the same across resets.
         start = self.store.sources.clock.start
-        return self.store.signer.mint_long_lived(subject, issued_at=start)
+        tenant = self.store.identity.tenant.name
+        return self.store.signer.mint_long_lived(subject, issued_at=start, tenant_name=tenant)

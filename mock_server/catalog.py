@@ -30,6 +30,7 @@ from mock_server.handlers import (
     jobs,
     role_bindings,
     secrets,
+    session,
     tokens,
 )
 
@@ -129,6 +130,8 @@ class Entry:
     # `truefoundry_sdk.types:ListJobRunResponse`): the oracle the test suite reads every such
     # body with. Empty where the suite has an oracle of its own (tests/test_sdk_oracle.py).
     client_model: str = ""
+    # The top-level field of the body the model reads, where the client models only that.
+    client_field: str = ""
 
 
 # Statuses every operation of the platform documents, and those of every one taking a body.
@@ -139,6 +142,8 @@ _EVERY_OPERATION: dict[int, type[PlatformError]] = {
     500: errors.PlatformInternalError,
     503: errors.ServiceUnavailable,
 }
+# An operation that takes no token cannot meet a 401.
+_WITHOUT_TOKEN = {status: cls for status, cls in _EVERY_OPERATION.items() if status != 401}
 _WITH_BODY: dict[int, type[PlatformError]] = {
     413: errors.PayloadTooLarge,
     415: errors.UnsupportedMediaType,
@@ -231,6 +236,42 @@ PLATFORM: dict[str, Entry] = {
             422: errors.NotAJob,
         },
     ),
+    "markArtifactVersionStageFailure": Entry(
+        artifacts.mark_stage_failure,
+        Example(
+            "POST",
+            "/api/svc/v1/artifact-versions/mark-stage-failure",
+            body={"id": "<artifact-version:sentiment/1>"},
+        ),
+        {
+            **_EVERY_OPERATION,
+            **_WITH_BODY,
+            403: errors.PermissionDenied,
+            404: errors.ArtifactVersionNotFound,
+        },
+        client_model="truefoundry_sdk.types:EmptyResponse",
+    ),
+    "getSession": Entry(
+        session.get_session,
+        Example("GET", "/api/svc/v1/session"),
+        dict(_EVERY_OPERATION),
+        client_model="truefoundry_sdk.types:Session",
+        client_field="user",
+    ),
+    # The two operations a client asks before it has a token: their client is the platform's
+    # library (`truefoundry`), whose models the tests read them with in its own environment.
+    "getMinCliVersion": Entry(
+        session.min_cli_version,
+        Example("GET", "/api/svc/v1/min-cli-version"),
+        _WITHOUT_TOKEN,
+        client_model="truefoundry.common.entities:PythonSDKConfig",
+    ),
+    "getTenantId": Entry(
+        session.tenant_id,
+        Example("GET", "/api/svc/v1/tenant-id", query={"hostName": "127.0.0.1:8080"}),
+        {**_WITHOUT_TOKEN, 404: errors.TenantNotFound},
+        client_model="truefoundry.common.entities:TenantInfo",
+    ),
     "getModelResponse": Entry(
         gateway.get_response,
         Example("GET", "/responses/{id}", params={"id": "resp_0000000000000000000000000000demo"}),
@@ -243,6 +284,7 @@ PLATFORM: dict[str, Entry] = {
 }
 
 ADMIN: dict[str, Entry] = {
+    "adminHealth": Entry(admin.health),
     "adminReset": Entry(admin.reset),
     "adminLoadFixtures": Entry(admin.load_fixtures),
     "adminMintToken": Entry(admin.mint_token),
@@ -254,6 +296,10 @@ ADMIN: dict[str, Entry] = {
     "adminClearFaults": Entry(admin.clear_faults),
     "adminDeleteFault": Entry(admin.delete_fault),
     "adminGetReport": Entry(admin.get_report),
+    "adminStartTest": Entry(admin.start_test),
+    "adminEndTest": Entry(admin.end_test),
+    "adminCreateWorld": Entry(admin.create_world),
+    "adminDeleteWorld": Entry(admin.delete_world),
 }
 
 CATALOG: dict[str, Entry] = {**PLATFORM, **ADMIN}

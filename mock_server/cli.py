@@ -10,6 +10,7 @@ import ipaddress
 import os
 import re
 import resource
+import shlex
 import signal
 import socket
 import subprocess
@@ -37,16 +38,26 @@ from mock_server.app import (  # noqa: E402
     PlatformMock,
 )
 from mock_server.auth import KEY_VARIABLE, Authenticator, key_problem  # noqa: E402
+from mock_server.coordinates import FAIL_ON_VIOLATION, base_url  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
 from mock_server.http.cors import origin_problem  # noqa: E402
 from mock_server.http.hosts import allowed_host_problem  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
-from mock_server.report import coverage, failures, gaps, percentage  # noqa: E402
+from mock_server.report import (  # noqa: E402
+    coverage,
+    gaps,
+    judge,
+    percentage,
+    reasons,
+    verdict_line,
+)
 from mock_server.server import (  # noqa: E402
     BackgroundServer,
+    Worlds,
     bind,
     raise_file_limit,
+    user_token,
     uvicorn_config,
 )
 from mock_server.state import Store  # noqa: E402
@@ -412,17 +423,16 @@ def serve(args: argparse.Namespace) -> int:
     config = uvicorn_config(mock, log_level=args.log_level)
     server = _Server(config)
     server.out = out
-    server.run(sockets=[sock])
+    mock.worlds = worlds = Worlds(mock, host)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        worlds.close()
     return _finish(mock, args, out)
 
 
-def _base_url(host: str, port: int) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
-
-
 def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, out: IO[str]):
-    base = _base_url(host, port)
+    base = base_url(host, port)
     gateway = f"{base}{mock.gateway_prefix}"
     lines = [
         f"platform-mock {__version__} (seed {args.seed})",
@@ -435,7 +445,7 @@ def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, 
     if args.cors:
         lines.append(f"  CORS origins:  {', '.join(args.cors)}")
     lines += [
-        f"  token:         {_user_token(mock.auth) or NO_USER}",
+        f"  token:         {user_token(mock) or NO_USER}",
         f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}{ADMIN_PREFIX})",
     ]
     print("\n".join(lines), file=out, flush=True)
@@ -472,10 +482,20 @@ def _world_summary(store: Store) -> str:
     )
 
 
-def _finish(mock: PlatformMock, args: argparse.Namespace, out: IO[str]) -> int:
-    """Write the contract report, and say whether the clients kept the contract and
-    exercised as much of it as asked: the exit status of the mock's part of a run."""
+def _finish(
+    mock: PlatformMock, args: argparse.Namespace, out: IO[str], command: str | None = None
+) -> int:
+    """Judge the contract report, write it, and say the verdict: the exit status of the
+    mock's part of a run. `command` says how `run`'s command ended ("" when it passed); the
+    run's last line is then the verdict, with every reason."""
     report = mock.report.to_dict()
+    verdict = judge(
+        report,
+        fail_on_violation=args.fail_on_violation,
+        min_coverage=args.min_coverage,
+        command=command,
+    )
+    report = {"verdict": verdict, **report}
     status = 0
     if args.report_targets:
         try:
@@ -487,7 +507,7 @@ def _finish(mock: PlatformMock, args: argparse.Namespace, out: IO[str]) -> int:
             shown = ", ".join(map(str, written))
             print(f"platform-mock: contract report written to {shown}", file=out)
     checked = args.fail_on_violation or args.min_coverage is not None
-    if args.command == "run" or args.report or checked:
+    if command is not None or args.report or checked:
         try:
             annotations = report_files.github(report)
         except OSError as exc:
@@ -496,38 +516,25 @@ def _finish(mock: PlatformMock, args: argparse.Namespace, out: IO[str]) -> int:
         else:
             # GitHub reads workflow commands from standard output.
             print("\n".join(annotations), file=sys.stdout, end="\n" if annotations else "")
-    violations = report["summary"]["violations"]
-    if violations:
-        print(f"platform-mock: {violations} request(s) broke the contract", file=sys.stderr)
-    reasons = failures(
-        report, fail_on_violation=args.fail_on_violation, min_coverage=args.min_coverage
-    )
-    for reason in reasons:
-        print(f"platform-mock: {reason}", file=sys.stderr)
-    short = args.min_coverage is not None and coverage(report) < args.min_coverage
-    if short and args.command == "serve":  # `run` has shown the whole report
-        for line in gaps(report):
-            print(f"  never exercised: {line}", file=sys.stderr)
-    return status or (EXIT_VIOLATIONS if reasons else 0)
+    failing = reasons(verdict)
+    if command is None:
+        for reason in failing:
+            print(f"platform-mock: {reason}", file=sys.stderr)
+        short = args.min_coverage is not None and coverage(report) < args.min_coverage
+        if short:
+            for line in gaps(report):
+                print(f"  never exercised: {line}", file=sys.stderr)
+    if command is not None or checked or args.report or report["summary"]["violations"]:
+        print(f"platform-mock: contract check {verdict_line(verdict)}", file=sys.stderr)
+    return status or (EXIT_VIOLATIONS if failing else 0)
 
 
-def coordinates(server: BackgroundServer) -> dict[str, str]:
-    """The environment a command run against the mock gets: the mock's URLs and tokens, also
-    under the names the platform's SDK (`TFY_*`) and the OpenAI client (`OPENAI_*`) read."""
-    mock = server.mock
-    base = _base_url(server.host, server.port)
-    token = _user_token(mock.auth)
-    found = {
-        "PLATFORM_MOCK_URL": base,
-        "PLATFORM_MOCK_API_URL": base + CONTROL_PLANE_PREFIX,
-        "PLATFORM_MOCK_GATEWAY_URL": base + mock.gateway_prefix,
-        "PLATFORM_MOCK_ADMIN_URL": base + ADMIN_PREFIX,
-        "PLATFORM_MOCK_ADMIN_TOKEN": mock.auth.admin_token(),
-        "TFY_HOST": base,
-        "OPENAI_BASE_URL": base + mock.gateway_prefix,
-    }
-    if token is not None:  # a world without users has no user token to give
-        found |= {"PLATFORM_MOCK_TOKEN": token, "TFY_API_KEY": token, "OPENAI_API_KEY": token}
+def environment(server: BackgroundServer, args: argparse.Namespace) -> dict[str, str]:
+    """The environment a command run against the mock gets: the mock's coordinates, and the
+    checks the run makes, for the pytest plugin to apply to each test."""
+    found = server.coordinates.environment()
+    if args.fail_on_violation:
+        found[FAIL_ON_VIOLATION] = "1"
     return found
 
 
@@ -550,10 +557,24 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
             sys.stderr, args.log_format, debug=args.log_level == "debug", failures_only=True
         )
     with server:
-        status = _run_command(command, {**os.environ, **coordinates(server)})
-    print(report_files.text(mock.report.to_dict()), file=sys.stderr, end="")
-    checked = _finish(mock, args, sys.stderr)
+        status = _run_command(command, {**os.environ, **environment(server, args)})
+    report = mock.report.to_dict()
+    print(report_files.text(report), file=sys.stderr, end="")
+    checked = _finish(mock, args, sys.stderr, _ending(command, status))
     return status or checked
+
+
+def _ending(command: list[str], status: int) -> str:
+    """How the command ended, for the verdict; "" when it passed."""
+    if status == 0:
+        return ""
+    program = shlex.join([os.path.basename(command[0]), *command[1:]])
+    if len(program) > 60:
+        program = program[:59] + "…"
+    if status > EXIT_FORCED and status - EXIT_FORCED in signal.valid_signals():
+        name = signal.Signals(status - EXIT_FORCED).name
+        return f"the command ({program}) was ended by {name} (status {status})"
+    return f"the command ({program}) exited with status {status}"
 
 
 # Signals a run passes on to its command: the command decides how to stop, and the mock
@@ -750,7 +771,7 @@ def _own_file_limit() -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, raised)
 
 
-def _user_token(auth: Authenticator) -> str | None:
+def _dev_token(auth: Authenticator) -> str | None:
     """The default user's token, or None in a world without users."""
     try:
         return auth.dev_token()
@@ -773,7 +794,7 @@ def token(args: argparse.Namespace) -> int:
             return EXIT_BAD_FIXTURES
         minted: str | None = auth.dev_token(subject)
     else:
-        minted = auth.admin_token() if args.admin else _user_token(auth)
+        minted = auth.admin_token() if args.admin else _dev_token(auth)
     if minted is None:
         print(f"platform-mock: {NO_USER}", file=sys.stderr)
         return EXIT_BAD_FIXTURES
@@ -782,6 +803,19 @@ def token(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, where a reader gone is caught, not at the interpreter's exit
+    except BrokenPipeError:
+        # The reader of standard output has gone (`platform-mock token | head -c 80`): exit
+        # as a program that SIGPIPE ended, with nothing on stderr. Standard output points to
+        # the null device, for the flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FORCED + signal.SIGPIPE
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # `run`'s command is everything after the first `--`, options included, untouched.
     split = arguments.index("--") if "--" in arguments else len(arguments)

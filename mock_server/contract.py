@@ -40,6 +40,7 @@ class Operation:
     # The closed sets of values of query parameters (an enum, or an array of one), by name.
     enums: tuple[tuple[str, tuple[str, ...]], ...] = ()
     booleans: frozenset[str] = frozenset()  # those whose value is `true` or `false`
+    token: bool = True  # whether it takes a bearer token (`security: []`: it answers without)
 
     def check_parameters(self, names: Iterable[str]) -> None:
         """Raises ValueError naming any of `names` that is not a parameter of this operation
@@ -95,7 +96,8 @@ def _enum(schema: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _operations_of(name: str) -> Iterator[Operation]:
-    for path, item in resolve_refs(spec(name))["paths"].items():
+    document = resolve_refs(spec(name))
+    for path, item in document["paths"].items():
         for method, operation in item.items():
             if method not in METHODS:
                 continue
@@ -117,6 +119,7 @@ def _operations_of(name: str) -> Iterator[Operation]:
                 frozenset(
                     p["name"] for p in in_url if p.get("schema", {}).get("type") == "boolean"
                 ),
+                operation.get("security", document.get("security", [])) != [],
             )
 
 

@@ -160,6 +160,16 @@ class SubjectNotFound(PlatformError):
     default_message = "No subject by this name in the world"
 
 
+class WorldNotFound(PlatformError):
+    status, code = 404, 40410
+    default_message = "No world with this id is served beside this mock"
+
+
+class TenantNotFound(PlatformError):
+    status, code = 404, 40411
+    default_message = "No tenant serves this host name: the world has no tenant yet"
+
+
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501
@@ -182,6 +192,11 @@ class TagInUse(PlatformError):
 class ArtifactVersionExists(PlatformError):
     status, code = 409, 40902
     default_message = "This version of the artifact already exists"
+
+
+class ArtifactVersionFailed(PlatformError):
+    status, code = 409, 40903
+    default_message = "This artifact version failed staging and takes no tags"
 
 
 # 413, 415
@@ -235,6 +250,14 @@ class ServiceUnavailable(PlatformError):
 def error_classes() -> list[type[PlatformError]]:
     """Every condition, in the order of the table in the spec."""
     return sorted(PlatformError.__subclasses__(), key=lambda cls: cls.code)
+
+
+def condition(code: int | None) -> str:
+    """What the condition of a code means, in its default message; the code, if none has it."""
+    for cls in error_classes():
+        if cls.code == code:
+            return cls.default_message
+    return f"code {code}"
 
 
 def violation_codes() -> frozenset[int]:

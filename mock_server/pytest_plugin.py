@@ -10,6 +10,13 @@ request that broke the contract fails the test that sent it, and with
 Under pytest-xdist each worker has its own server; the controller merges their reports into
 one, which it writes, prints and judges as a single session would.
 
+Under `platform-mock run` (its coordinates in the environment), the session uses run's mock
+instead of serving one: every test, whether it asks for `platform_mock` or not, is named to
+that mock as it starts, so its requests are reported as its own, and run's
+`--fail-on-violation` fails the test that broke the contract. A pytest-xdist worker there
+gets a world of its own served beside run's mock, and its environment names that world.
+The run writes the reports and the CI summary, and gives the verdict.
+
 A session that never asks for the fixture pays nothing: the web stack (and the deprecation
 warnings some of its imports raise, which are not the user's to act on) is imported only
 when the first test asks for the mock.
@@ -17,9 +24,12 @@ when the first test asks for the mock.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
+import os
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,13 +45,17 @@ if TYPE_CHECKING:
     import httpx
 
     from mock_server.app import PlatformMock
+    from mock_server.coordinates import Coordinates
     from mock_server.faults import Fault
-    from mock_server.journal import Journal
+    from mock_server.fixtures import Fixture
+    from mock_server.journal import Entry, Journal
     from mock_server.report import ContractReport
     from mock_server.server import BackgroundServer
     from mock_server.state import Store
 
-_SERVER = pytest.StashKey["BackgroundServer"]()
+# Read of `platform-mock run`'s environment without importing the mock (mock_server.coordinates).
+FAIL_ON_VIOLATION = "PLATFORM_MOCK_FAIL_ON_VIOLATION"
+_BACKEND = pytest.StashKey["_Backend"]()
 MARKER_OPTIONS = frozenset({"fixtures", "seed", "expect_violations"})
 # Under pytest-xdist: each worker's report, handed to the controller, and their merge.
 _WORKER_OUTPUT = "platform_mock_report"
@@ -112,10 +126,75 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail the session if its requests exercised less than PERCENT of the contract's "
         "documented statuses, query parameters and enum values",
     )
-    parser.addini("platform_mock_seed", "seed of the mock's world", default="0")
+    parser.addini(
+        "platform_mock_seed", "seed of the mock's world (default: the served world's, else 0)"
+    )
     parser.addini(
         "platform_mock_fixtures", "fixture files loaded in every test", type="paths", default=[]
     )
+
+
+# The plugin's options that take a value, which `--option VALUE` gives as a word of its own.
+_VALUED = frozenset(
+    {
+        "--platform-mock-seed",
+        "--platform-mock-fixtures",
+        "--platform-mock-report",
+        "--platform-mock-min-coverage",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    _find_rootdir_again(early_config, args)
+
+
+def _find_rootdir_again(config: pytest.Config, args: list[str]) -> None:
+    """pytest finds its rootdir and ini file before it loads the plugins of installed
+    packages: the value of `--platform-mock-report DIR`, not yet known as an option's, counts
+    as a path to collect, and a DIR outside the project moves the rootdir (every test id and
+    JUnit class name changes) and loses the project's ini file. Here, with the options known,
+    they are found again; where they differ, the rootdir, the ini file, its `addopts` and
+    what pytest derives from them at that point are set as pytest would have set them.
+
+    This reaches pytest's private parts (`_pytest.config.findpaths.determine_setup`, the
+    config's `_rootpath`, `_inipath`, `_inicfg`, `_inicache`, `_parser`, `_validate_args`,
+    `_configure_python_path`); where any is gone, pytest's own finding stands.
+    tests/test_pytest_plugin.py checks both that they exist and that the rootdir stays."""
+    if not any(arg in _VALUED for arg in args):  # only the space form adds words
+        return
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        known = config.known_args_namespace
+        rootpath, inipath, inicfg, ignored = determine_setup(
+            inifile=known.inifilename,
+            override_ini=known.override_ini,
+            args=known.file_or_dir,
+            rootdir_cmd_arg=known.rootdir or None,
+            invocation_dir=config.invocation_params.dir,
+        )
+        if (rootpath, inipath) == (config.rootpath, config.inipath):
+            return
+        had_ini = config.inipath is not None
+        config._rootpath, config._inipath = rootpath, inipath  # type: ignore[attr-defined]
+        config._inicfg, config._ignored_config_files = inicfg, ignored  # type: ignore[attr-defined]
+        config._parser.extra_info["rootdir"] = str(rootpath)  # type: ignore[attr-defined]
+        config._parser.extra_info["inifile"] = str(inipath)  # type: ignore[attr-defined]
+        config._inicache.clear()  # type: ignore[attr-defined]
+        if not had_ini:  # the project's addopts were never applied
+            added = config._validate_args(config.getini("addopts"), "via addopts config")  # type: ignore[attr-defined]
+            args[:0] = added
+            config.pluginmanager.consider_preparse(added, exclude_only=False)
+        config.known_args_namespace = config._parser.parse_known_args(  # type: ignore[attr-defined]
+            args, namespace=copy.copy(config.option)
+        )
+        if config.known_args_namespace.confcutdir is None:
+            config.known_args_namespace.confcutdir = str(inipath.parent if inipath else rootpath)
+        config._configure_python_path()  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, TypeError):
+        return
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -143,45 +222,112 @@ def pytest_configure(config: pytest.Config) -> None:
         "(relative to the test file) and a seed for this test's platform mock world; "
         "expect_violations=True for a test that breaks the contract on purpose",
     )
+    if "PLATFORM_MOCK_ADMIN_TOKEN" in os.environ and not _xdist_controller(config):
+        _use_served_mock(config)
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    """Whether this process hands the tests to pytest-xdist workers and runs none itself."""
+    workers = getattr(config.option, "numprocesses", None)
+    return not _is_xdist_worker(config) and bool(workers) and config.option.dist != "no"
+
+
+def _use_served_mock(config: pytest.Config) -> None:
+    """Use the mock `platform-mock run` serves around this session: itself, or for a
+    pytest-xdist worker a world of its own beside it, which the worker's environment then
+    names (`TFY_HOST`, `OPENAI_BASE_URL`, ...) for the clients its tests build from it."""
+    where = _quietly("mock_server.coordinates").Coordinates.from_environment(os.environ)
+    if where is None:
+        raise pytest.UsageError(
+            "PLATFORM_MOCK_ADMIN_TOKEN is set but the mock's coordinates are not all there "
+            "(PLATFORM_MOCK_URL, PLATFORM_MOCK_GATEWAY_URL, PLATFORM_MOCK_SEED): run the "
+            "session under platform-mock run, or unset it"
+        )
+    if not _is_xdist_worker(config):
+        config.stash[_BACKEND] = _Remote(where)
+        return
+    parent = _quietly("mock_server.remote").RemoteMock(where, verify=ssl_context())
+    world, own = parent.create_world()
+    os.environ.update(own.environment())
+    config.stash[_BACKEND] = _Remote(own, world, parent)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    backend = config.stash.get(_BACKEND, None)
+    if backend is not None:
+        del config.stash[_BACKEND]
+        backend.close()
+
+
+def _fail_on_violation(config: pytest.Config) -> bool:
+    """The option, or `platform-mock run --fail-on-violation` around the session."""
+    return bool(
+        config.getoption("--platform-mock-fail-on-violation")
+        or os.environ.get(FAIL_ON_VIOLATION) == "1"
+    )
+
+
+def _marker_options(item: pytest.Item) -> dict[str, Any]:
+    """The options of every platform_mock marker of the test, its class and its module: the
+    closest wins for each, so a module can mark every test and one test add its own."""
+    options: dict[str, Any] = {}
+    for marker in reversed(list(item.iter_markers("platform_mock"))):
+        options.update(marker.kwargs)
+    return options
+
+
+def _expecting(item: pytest.Item) -> bool:
+    return bool(_marker_options(item).get("expect_violations", False))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Name the test to the session's mock before anything of it runs, fixtures included:
+    its requests are journaled and reported as its own, whether it asks for
+    `platform_mock` or calls the mock some other way (the coordinates that `platform-mock
+    run` puts in the environment)."""
+    backend = item.config.stash.get(_BACKEND, None)
+    if backend is not None:
+        backend.begin_test(item.nodeid, expecting=_expecting(item))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """With `--platform-mock-fail-on-violation`, a test that passed but sent a request that
-    broke the contract fails, its report naming each such request and the rule it broke:
-    CI's test views (JUnit XML) then show which test is at fault. A request its fixtures
-    send while tearing down fails the teardown."""
+    """With `--platform-mock-fail-on-violation` (or under `platform-mock run
+    --fail-on-violation`), a test that passed but sent a request that broke the contract
+    fails, its report naming each such request and the rule it broke: CI's test views
+    (JUnit XML) then show which test is at fault. A request sent while tearing down fails
+    the teardown. Once the test has ended, it is no longer the mock's current test and its
+    fault rules are removed: a fault never outlives the test that armed it."""
     report = yield
-    if call.when not in ("call", "teardown") or not report.passed:
+    backend = item.config.stash.get(_BACKEND, None)
+    if backend is None or call.when == "setup":
         return report
-    if not item.config.getoption("--platform-mock-fail-on-violation"):
+    broken = backend.end_test() if call.when == "teardown" else None
+    if not report.passed or not _fail_on_violation(item.config):
         return report
-    server = item.config.stash.get(_SERVER, None)
-    if server is None or "platform_mock" not in getattr(item, "fixturenames", ()):
-        return report
+    if broken is None:
+        broken = backend.violations(item.nodeid)
     reported = item.stash.setdefault(_REPORTED, set())
-    broken = [
-        entry
-        for entry in server.mock.journal
-        if entry.test == item.nodeid
-        and entry.violation
-        and not entry.expected
-        and entry.seq not in reported
-    ]
-    if broken:
-        reported.update(entry.seq for entry in broken)
+    fresh = [entry for entry in broken if entry.seq not in reported]
+    if fresh:
+        reported.update(entry.seq for entry in fresh)
         report.outcome = "failed"
-        report.longrepr = violations_text(broken)
+        report.longrepr = violations_text(fresh)
     return report
 
 
 def violations_text(entries: list[Any]) -> str:
-    """Each request that broke the contract, and every rule it broke."""
+    """Each request that broke the contract, and every rule it broke (what the client sent
+    shown escaped: a test's report is read on terminals and in CI logs)."""
+    escape = _quietly("mock_server.escape")
     lines = [f"{len(entries)} request(s) of this test broke the platform API's contract:"]
     for entry in entries:
-        lines.append(f"  {entry.describe()}: {entry.message}")
+        lines.append(f"  {escape.text(entry.describe())}: {escape.text(entry.message)}")
         lines += [
-            f"    {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}"
+            "    "
+            + escape.text(f"{d.get('location', '')} {d.get('field', '')}: ")
+            + escape.text(d.get("message", ""))
             for d in entry.details
         ]
     lines.append(
@@ -191,122 +337,389 @@ def violations_text(entries: list[Any]) -> str:
     return "\n".join(lines)
 
 
-def _session_seed(config: pytest.Config) -> int:
+def _session_seed(config: pytest.Config) -> int | None:
+    """The seed the session asks for (option, else ini), or None where it asks for none: the
+    served world's own (0 for a mock of the session's own)."""
     option = config.getoption("--platform-mock-seed")
-    return int(config.getini("platform_mock_seed")) if option is None else option
+    if option is not None:
+        return int(option)
+    given = config.getini("platform_mock_seed")
+    return int(given) if given else None
+
+
+class _Backend:
+    """The session's mock as the plugin drives it: in this process, or (under `platform-mock
+    run`) in another, through its admin API."""
+
+    seed: int  # of the world the mock started with, which each test starts from
+    in_process: bool = False  # whether clients reach the mock without a socket
+
+    @property
+    def coordinates(self) -> Coordinates:
+        """Where the mock is served (for a mock of this process, served from here on)."""
+        raise NotImplementedError
+
+    @property
+    def server(self) -> BackgroundServer | None:
+        """The server, when the mock runs in this process (started from here on)."""
+        return None
+
+    def http_client(self, **options: Any) -> httpx.Client:
+        """A client that reaches the mock (in process when it runs here)."""
+        import httpx
+
+        options.setdefault("base_url", self.coordinates.url)
+        return httpx.Client(verify=ssl_context(), **options)
+
+    def async_http_client(self, **options: Any) -> httpx.AsyncClient:
+        import httpx
+
+        options.setdefault("base_url", self.coordinates.url)
+        return httpx.AsyncClient(verify=ssl_context(), **options)
+
+    def begin_test(self, name: str, *, expecting: bool) -> None:
+        raise NotImplementedError
+
+    def violations(self, test: str) -> list[Entry]:
+        raise NotImplementedError
+
+    def end_test(self) -> list[Entry]:
+        raise NotImplementedError
+
+    def reset(self, seed: int | None, extra: list[Fixture]) -> None:
+        raise NotImplementedError
+
+    def journal(self) -> Journal:
+        raise NotImplementedError
+
+    def store(self) -> Store:
+        raise NotImplementedError
+
+    def load(self, document: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def fault(self, operation_id: str, **effect: Any) -> Fault:
+        raise NotImplementedError
+
+    def token_for(self, subject: str) -> str:
+        raise NotImplementedError
+
+    def token(self) -> str:
+        """The default user's token in the world as it is (a marker may re-seed it)."""
+        raise NotImplementedError
+
+    def report(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _Local(_Backend):
+    """A mock of the session's own, in this process: its clients call it in process, and it
+    is served on a free loopback port once something asks where it is."""
+
+    in_process = True
+
+    def __init__(self, config: pytest.Config):
+        paths = [*config.getini("platform_mock_fixtures")]
+        paths += config.getoption("--platform-mock-fixtures")
+        app = _quietly("mock_server.app")
+        self.seed = _session_seed(config) or 0
+        self.mock = app.PlatformMock(app.MockConfig(seed=self.seed, fixtures=paths))
+        self._server: BackgroundServer | None = None
+        self._starting = threading.Lock()
+        transport = _quietly("mock_server.transport")
+        self._transport = transport.MockTransport(self.mock)
+        self._async_transport = transport.AsyncMockTransport(self.mock)
+
+    @property
+    def serving(self) -> bool:
+        """Whether the mock is served over TCP yet."""
+        return self._server is not None
+
+    @property
+    def server(self) -> BackgroundServer:
+        with self._starting:
+            if self._server is None:
+                self._server = _quietly("mock_server.server").BackgroundServer(self.mock).start()
+            return self._server
+
+    @property
+    def coordinates(self) -> Coordinates:
+        found: Coordinates = self.server.coordinates
+        return found
+
+    def http_client(self, **options: Any) -> httpx.Client:
+        import httpx
+
+        options.setdefault("base_url", _quietly("mock_server.transport").IN_PROCESS_URL)
+        return httpx.Client(transport=self._transport, **options)
+
+    def async_http_client(self, **options: Any) -> httpx.AsyncClient:
+        import httpx
+
+        options.setdefault("base_url", _quietly("mock_server.transport").IN_PROCESS_URL)
+        return httpx.AsyncClient(transport=self._async_transport, **options)
+
+    def begin_test(self, name: str, *, expecting: bool) -> None:
+        self.mock.journal.begin_test(name, expecting=expecting)
+
+    def violations(self, test: str) -> list[Entry]:
+        return [e for e in self.mock.journal if e.test == test and e.violation and not e.expected]
+
+    def end_test(self) -> list[Entry]:
+        ended = self.mock.journal.label
+        self.mock.journal.end_test()
+        self.mock.faults.clear()
+        return self.violations(ended) if ended else []
+
+    def reset(self, seed: int | None, extra: list[Fixture]) -> None:
+        self.mock.reset(seed=seed, extra=extra)
+
+    def journal(self) -> Journal:
+        return self.mock.journal
+
+    def store(self) -> Store:
+        return self.mock.store
+
+    def load(self, document: dict[str, Any]) -> None:
+        fixtures = _quietly("mock_server.fixtures")
+        self.mock.store.load(fixtures.check(document, "platform_mock.load"))
+
+    def fault(self, operation_id: str, **effect: Any) -> Fault:
+        return self.mock.faults.add(operation_id, **effect)
+
+    def token_for(self, subject: str) -> str:
+        return self.mock.auth.dev_token(self.mock.store.identity.subject_by_reference(subject))
+
+    def token(self) -> str:
+        return self.mock.auth.dev_token()
+
+    def report(self) -> dict[str, Any]:
+        return self.mock.report.to_dict()
+
+    def close(self) -> None:
+        self._transport.close()
+        if self._server is not None:
+            self._server.stop()
+
+
+class _Remote(_Backend):
+    """The mock of another process (`platform-mock run`), or a world of its own served beside
+    it (for a pytest-xdist worker, whose `parent` is then the admin API of that mock)."""
+
+    def __init__(self, where: Coordinates, world: str | None = None, parent: Any = None):
+        self.remote = _quietly("mock_server.remote").RemoteMock(where, verify=ssl_context())
+        self._where = where
+        self.seed = where.seed
+        self._world, self._parent = world, parent
+
+    @property
+    def coordinates(self) -> Coordinates:
+        return self._where
+
+    def begin_test(self, name: str, *, expecting: bool) -> None:
+        self.remote.begin_test(name, expecting=expecting)
+
+    def violations(self, test: str) -> list[Entry]:
+        found: list[Entry] = self.remote.violations(test)
+        return found
+
+    def end_test(self) -> list[Entry]:
+        found: list[Entry] = self.remote.end_test()
+        return found
+
+    def reset(self, seed: int | None, extra: list[Fixture]) -> None:
+        self.remote.reset(seed, extra)
+
+    def journal(self) -> Journal:
+        found: Journal = self.remote.journal
+        return found
+
+    def store(self) -> Store:
+        found: Store = self.remote.store()
+        return found
+
+    def load(self, document: dict[str, Any]) -> None:
+        self.remote.load(document)
+
+    def fault(self, operation_id: str, **effect: Any) -> Fault:
+        found: Fault = self.remote.fault(operation_id, **effect)
+        return found
+
+    def token_for(self, subject: str) -> str:
+        found: str = self.remote.token_for(subject)
+        return found
+
+    def token(self) -> str:
+        found: str = self.remote.token
+        return found
+
+    def report(self) -> dict[str, Any]:
+        found: dict[str, Any] = self.remote.report()
+        return found
+
+    def close(self) -> None:
+        self.remote.close()
+        if self._world is not None:
+            self._parent.delete_world(self._world)
+            self._parent.close()
+
+
+def _backend(config: pytest.Config) -> _Backend:
+    """The session's mock, made on first use: the one `platform-mock run` serves (a world of
+    its own beside it for a pytest-xdist worker, made as the worker starts), else one of
+    the session's own."""
+    backend = config.stash.get(_BACKEND, None)
+    if backend is None:
+        backend = config.stash[_BACKEND] = _Local(config)
+    return backend
 
 
 @pytest.fixture(scope="session")
-def platform_mock_server(pytestconfig: pytest.Config) -> Iterator[BackgroundServer]:
-    """The mock for the whole session, served on a free loopback port."""
-    paths = [*pytestconfig.getini("platform_mock_fixtures")]
-    paths += pytestconfig.getoption("--platform-mock-fixtures")
-    app = _quietly("mock_server.app")
-    mock = app.PlatformMock(app.MockConfig(seed=_session_seed(pytestconfig), fixtures=paths))
-    with _quietly("mock_server.server").BackgroundServer(mock) as server:
-        pytestconfig.stash[_SERVER] = server
-        yield server
+def platform_mock_backend(pytestconfig: pytest.Config) -> _Backend:
+    """The session's mock, in this process or another (internal: tests use platform_mock)."""
+    return _backend(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def platform_mock_server(platform_mock_backend: _Backend) -> BackgroundServer:
+    """The session's mock server, when it runs in this process (not under `platform-mock
+    run`, whose mock lives in the `run` process)."""
+    if platform_mock_backend.server is None:
+        raise pytest.UsageError(_ELSEWHERE)
+    return platform_mock_backend.server
+
+
+_ELSEWHERE = (
+    "the platform mock of this session is served by another process (platform-mock run): "
+    "use platform_mock's url, clients, journal, store, fault() and token_for()"
+)
 
 
 @dataclass
 class MockHandle:
-    """What a test gets from the `platform_mock` fixture."""
+    """What a test gets from the `platform_mock` fixture: the session's mock, reset for the
+    test. Under `platform-mock run` the mock lives in the `run` process: the same calls reach
+    it there, and `journal` and `store` are copies taken when read."""
 
-    server: BackgroundServer
+    backend: _Backend
+
+    @property
+    def server(self) -> BackgroundServer:
+        """The server, when the mock runs in this process."""
+        if self.backend.server is None:
+            raise RuntimeError(_ELSEWHERE)
+        return self.backend.server
 
     @property
     def mock(self) -> PlatformMock:
+        """The mock itself, when it runs in this process."""
         return self.server.mock
 
     @property
     def url(self) -> str:
         """Base URL of the server."""
-        return self.server.url
+        return self.backend.coordinates.url
 
     @property
     def api_url(self) -> str:
         """Base URL of the control plane (`.../api/svc/v1`)."""
-        return self.server.url + _quietly("mock_server.app").CONTROL_PLANE_PREFIX
+        return self.backend.coordinates.api_url
 
     @property
     def gateway_url(self) -> str:
         """Base URL of the gateway, for `openai.OpenAI(base_url=...)`."""
-        return self.server.gateway_url
+        return self.backend.coordinates.gateway_url
 
     @property
     def admin_url(self) -> str:
-        return self.server.url + _quietly("mock_server.app").ADMIN_PREFIX
+        return self.backend.coordinates.admin_url
 
     @property
     def token(self) -> str:
         """A token of the default user (alice, tenant admin, in the default fixtures)."""
-        return self.mock.auth.dev_token()
+        return self.backend.token()
 
     @property
     def admin_token(self) -> str:
-        return self.mock.auth.admin_token()
+        return self.backend.coordinates.admin_token
 
     def token_for(self, subject: str) -> str:
         """A token for another subject of the world: a user's e-mail or `type:name`."""
-        return self.mock.auth.dev_token(self.mock.store.identity.subject_by_reference(subject))
+        return self.backend.token_for(subject)
 
     @property
     def store(self) -> Store:
-        """The world, to read or to seed records from Python (`store.identity`, ...)."""
-        return self.mock.store
+        """The world, to read or to seed records from Python (`store.identity`, ...). Under
+        `platform-mock run`, a copy of the served world taken when read: add records with
+        `load()`, which works in both cases."""
+        return self.backend.store()
+
+    def load(self, document: dict[str, Any]) -> None:
+        """Add the records of a fixture document (a dict, as a fixture file holds it) to the
+        world, whole or not at all."""
+        self.backend.load(document)
 
     @property
     def journal(self) -> Journal:
         """Every request of this test: `calls()`, `assert_called()`, `last`, ..."""
-        return self.mock.journal
+        return self.backend.journal()
 
     def fault(self, operation_id: str, **effect: Any) -> Fault:
         """Add a fault rule: `status=424`, `delay_ms=...`, `drop=True`, `match={...}`,
-        `after=1`, `times=None` (always). See `mock_server.faults.Faults.add`."""
-        return self.mock.faults.add(operation_id, **effect)
+        `after=1`, `times=None` (always). See `mock_server.faults.Faults.add`. It is removed
+        when the test ends."""
+        return self.backend.fault(operation_id, **effect)
+
+    def http_client(self, **httpx_options: Any) -> httpx.Client:
+        """An `httpx.Client` (the options are httpx's) whose transport calls the mock in
+        this process, through every layer a request over TCP goes through; any URL reaches
+        the mock. For the platform SDK (`httpx_client=`) and `openai` (`http_client=`).
+        Under `platform-mock run`, a client of run's mock over TCP."""
+        return self.backend.http_client(**httpx_options)
+
+    def async_http_client(self, **httpx_options: Any) -> httpx.AsyncClient:
+        """`http_client` as an `httpx.AsyncClient`, calling the mock on the caller's loop."""
+        return self.backend.async_http_client(**httpx_options)
 
     def client(self, token: str | None = None) -> httpx.Client:
-        """An httpx client of the control plane, authenticated (default: `token`)."""
-        import httpx
-
+        """An httpx client of the control plane, authenticated (default: `token`), in
+        process where the mock runs here."""
         bearer = token or self.token
-        return httpx.Client(
-            base_url=self.api_url,
+        root = _quietly("mock_server.transport").IN_PROCESS_URL
+        base = root if self.backend.in_process else self.backend.coordinates.url
+        return self.http_client(
+            base_url=base + _quietly("mock_server.coordinates").CONTROL_PLANE_PREFIX,
             headers={"Authorization": f"Bearer {bearer}"},
-            verify=ssl_context(),
         )
 
 
 @pytest.fixture
 def platform_mock(
-    platform_mock_server: BackgroundServer, request: pytest.FixtureRequest
+    platform_mock_backend: _Backend, request: pytest.FixtureRequest
 ) -> Iterator[MockHandle]:
     """The session's mock, reset before this test: fresh world, empty journal, no faults."""
-    mock = platform_mock_server.mock
-    # Every platform_mock marker of the test, its class and its module: the closest wins
-    # for each option, so a module can mark every test and one test add its fixtures.
-    markers = list(request.node.iter_markers("platform_mock"))
-    options: dict[str, Any] = {}
-    for marker in reversed(markers):
-        options.update(marker.kwargs)
-    arguments = [arg for marker in markers for arg in marker.args]
+    node = request.node
+    options = _marker_options(node)
+    arguments = [arg for marker in node.iter_markers("platform_mock") for arg in marker.args]
     unknown = [*map(repr, arguments), *sorted(set(options) - MARKER_OPTIONS)]
     if unknown:  # a misspelt option would otherwise leave the test without its fixtures
         raise TypeError(
             "the platform_mock marker takes only fixtures=[...], seed=N and "
             f"expect_violations=True, not {', '.join(unknown)}"
         )
-    base = Path(request.node.path).parent
+    base = Path(node.path).parent
     fixtures = _quietly("mock_server.fixtures")
     extra = [fixtures.load(base / path) for path in options.get("fixtures", [])]
-    mock.reset(seed=options.get("seed", _session_seed(request.config)), extra=extra)
-    mock.journal.label = request.node.nodeid
-    # A test that breaks the contract on purpose (a client's own negative tests) says so:
-    # its requests are reported apart, and fail neither the test nor the session.
-    mock.journal.expecting = bool(options.get("expect_violations", False))
-    yield MockHandle(platform_mock_server)
-    # A request a later test sends without this fixture is not this test's.
-    mock.journal.label, mock.journal.expecting = None, False
+    seed = options.get("seed", _session_seed(request.config))
+    if seed is None:  # the world's own seed: a marker's seed does not outlive its test
+        seed = platform_mock_backend.seed
+    platform_mock_backend.reset(seed, extra)
+    # The test was named before its fixtures were set up, unless this fixture made the mock.
+    platform_mock_backend.begin_test(node.nodeid, expecting=_expecting(node))
+    yield MockHandle(platform_mock_backend)
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -325,11 +738,11 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def _session_report(config: pytest.Config) -> dict[str, Any] | None:
-    """The session's report (`to_dict()`): its own mock's, or (xdist controller) the
-    workers' merged; None if no test used the mock."""
-    server = config.stash.get(_SERVER, None)
-    if server is not None:
-        return server.mock.report.to_dict()
+    """The session's report (`to_dict()`): its mock's, or (xdist controller) the workers'
+    merged; None if no test used the mock."""
+    backend = config.stash.get(_BACKEND, None)
+    if backend is not None:
+        return backend.report()
     reports = config.stash.get(_WORKER_REPORTS, [])
     if not reports:
         return None
@@ -348,9 +761,8 @@ def _empty_report() -> ContractReport:
 class _Outcome:
     """What the session's end made of the report, for its terminal summary."""
 
-    report: dict[str, Any]
+    report: dict[str, Any]  # with its verdict
     written: list[Path]
-    reasons: list[str]  # why the session fails on the report, if it does
     annotations: list[str]  # GitHub's, to print
     problems: list[str]  # files that could not be written
 
@@ -364,13 +776,18 @@ def _asked(config: pytest.Config) -> bool:
     )
 
 
+def _under_run() -> bool:
+    """Whether `platform-mock run` serves the mock, and so judges it and speaks to CI."""
+    return "PLATFORM_MOCK_ADMIN_TOKEN" in os.environ
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if _is_xdist_worker(config):
         # The controller writes, prints and judges the merged report. JSON text, because
         # xdist's own serialiser gives up on deeply nested values (request bodies).
-        server = config.stash.get(_SERVER, None)
-        handed = json.dumps(server.mock.report.to_dict()) if server is not None else ""
+        report = _session_report(config)
+        handed = json.dumps(report) if report is not None else ""
         config.workeroutput[_WORKER_OUTPUT] = handed  # type: ignore[attr-defined]
         return
     fail_on_violation = config.getoption("--platform-mock-fail-on-violation")
@@ -379,24 +796,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if report is None and _MIN_COVERAGE in config.stash:
         report = _empty_report().to_dict()  # no test used the mock: nothing was covered
     if report is not None:
-        report_files = _quietly("mock_server.report_files")
-        outcome = _Outcome(report, [], [], [], [])
-        try:
-            outcome.written = report_files.write(report, config.stash.get(_TARGETS, {}))
-        except OSError as exc:  # checked at start; the disk may have changed since
-            outcome.problems.append(f"cannot write the contract report: {exc}")
-        if _asked(config):
-            try:
-                outcome.annotations = report_files.github(report)
-            except OSError as exc:
-                outcome.problems.append(f"cannot write the job summary: {exc}")
-        outcome.reasons = _quietly("mock_server.report").failures(
+        verdict = _quietly("mock_server.report").judge(
             report,
             fail_on_violation=fail_on_violation,
             min_coverage=config.stash.get(_MIN_COVERAGE, None),
             option_prefix="--platform-mock-",
         )
-        failed = failed or bool(outcome.reasons or outcome.problems)
+        report = {"verdict": verdict, **report}
+        report_files = _quietly("mock_server.report_files")
+        outcome = _Outcome(report, [], [], [])
+        try:
+            outcome.written = report_files.write(report, config.stash.get(_TARGETS, {}))
+        except OSError as exc:  # checked at start; the disk may have changed since
+            outcome.problems.append(f"cannot write the contract report: {exc}")
+        if _asked(config) and not _under_run():  # under run, the run speaks to CI
+            try:
+                outcome.annotations = report_files.github(report)
+            except OSError as exc:
+                outcome.problems.append(f"cannot write the job summary: {exc}")
+        failed = failed or not verdict["passed"] or bool(outcome.problems)
         config.stash[_OUTCOME] = outcome
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -416,6 +834,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if outcome is None:
         return
     violations = outcome.report["summary"]["violations"]
+    report = _quietly("mock_server.report")
     if _asked(config):
         terminalreporter.section("platform mock contract report")
         terminalreporter.write(_quietly("mock_server.report_files").text(outcome.report))
@@ -425,11 +844,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
         for problem in outcome.problems:
             terminalreporter.write_line(f"platform mock: {problem}", red=True)
-        if outcome.reasons:
-            terminalreporter.write_line("the session fails:", red=True)
-            for reason in outcome.reasons:
-                terminalreporter.write_line(f"  {reason}", red=True)
-    elif violations:
+        verdict = outcome.report["verdict"]
+        terminalreporter.write_line(
+            f"platform mock: contract check {report.verdict_line(verdict)}",
+            red=not verdict["passed"],
+            green=verdict["passed"],
+        )
+    elif violations and not _under_run():
         terminalreporter.write_line(
             f"platform mock: {violations} request(s) broke the contract "
             "(--platform-mock-report PATH names them)"

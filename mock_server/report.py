@@ -1,29 +1,88 @@
 """The contract report for CI: what a client's requests did to each operation of the contract.
 
-Per operation: calls, statuses returned, the requests that broke the contract (each in
-full, with the test that sent it), which parameters and filter values were exercised, and
-the contract's coverage: of its documented statuses, query parameters and enum values, the
-share the client's requests met. It accumulates for the life of the mock, across resets;
+Per operation: calls, statuses returned, the requests that broke the contract (grouped by
+the rule they broke, each group with its count, the tests that sent them and the first few
+requests in full: a flood of violations gives a report of bounded size), which parameters
+and filter values were exercised, and the contract's coverage: of its documented statuses,
+query parameters and enum values, the share the client's requests met; and `judge` gives the
+verdict on it. It accumulates for the life of the mock, across resets;
 `mock_server.report_files` writes it in each format.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mock_server import errors
 from mock_server.contract import Operation
 from mock_server.journal import Entry, read_body
 
 UNROUTED = "(no operation)"
 MAX_VALUES = 20  # distinct values kept per parameter, and unknown parameter names per operation
-MAX_VIOLATIONS = 50  # offending requests kept per operation
-MAX_SHOWN_BODY = 4096  # bytes of an offending request's body kept in the report
-MAX_SHOWN_DETAILS = 20  # violations of one offending request kept in the report
+MAX_RULES = 20  # rules broken kept apart per operation; past it, they are counted as one
+OTHER_RULES = "(other rules)"
+MAX_EXAMPLES = 3  # offending requests kept in full per rule broken
+MAX_TESTS = 10  # tests named per rule broken; the others are counted
+MAX_SHOWN_BODY = 1024  # bytes of an offending request's body kept in the report
+MAX_SHOWN_DETAILS = 10  # violations of one offending request kept in the report
+MAX_SHOWN_TEXT = 500  # characters of each text of an offending request kept in the report
+_INDEX = re.compile(r"\[[0-9]+\]")
+
+
+@dataclass
+class _Rule:
+    """The requests that broke one rule of one operation: how many, sent by which tests, and
+    the first few in full."""
+
+    rule: str
+    status: int | None
+    code: int | None
+    count: int = 0
+    tests: Counter = field(default_factory=Counter)  # requests per test, for MAX_TESTS tests
+    other_tests: int = 0  # requests of tests past those
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, count: int, tests: dict[str, int], other_tests: int, examples: list) -> None:
+        self.count += count
+        self.other_tests += other_tests
+        for test, n in tests.items():
+            if test in self.tests or len(self.tests) < MAX_TESTS:
+                self.tests[test] += n
+            else:
+                self.other_tests += n
+        self.examples.extend(examples[: max(0, MAX_EXAMPLES - len(self.examples))])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "status": self.status,
+            "code": self.code,
+            "count": self.count,
+            "tests": dict(self.tests.most_common()),
+            "otherTests": self.other_tests,
+            "examples": self.examples,
+        }
+
+
+def rules_broken(entry: Entry) -> list[str]:
+    """The rules of the contract a request broke, named alike across requests and runs: the
+    place in the request (`query limit`, `body manifest.tags[]`) with the violation's
+    message where the request has a violation per place, else the condition's code and
+    message (`40101: No bearer token...`). Indexes in field paths are dropped, values kept
+    out, so that every request that broke one rule is counted under one name."""
+    named = []
+    for detail in entry.details[:MAX_SHOWN_DETAILS]:
+        field_ = _INDEX.sub("[]", str(detail.get("field", "")))
+        name = " ".join(part for part in (str(detail.get("location", "")), field_) if part)
+        if name and name not in named:
+            named.append(name)
+    return named or [f"{entry.code}: {errors.condition(entry.code)}"]
 
 
 @dataclass
@@ -31,7 +90,7 @@ class _Usage:
     calls: int = 0
     statuses: Counter = field(default_factory=Counter)
     parameters: dict[str, set[str]] = field(default_factory=dict)
-    violations: list[dict[str, Any]] = field(default_factory=list)
+    rules: dict[str, _Rule] = field(default_factory=dict)  # the rules broken, by name
     violation_count: int = 0
     expected_violations: int = 0  # sent on purpose by negative tests: counted apart
     made_up: int = 0  # parameter names kept that the operation does not have
@@ -39,6 +98,14 @@ class _Usage:
     # and enum values (bounded: only the contract's own names and values are kept).
     sent: set[str] = field(default_factory=set)
     enum_values: dict[str, set[str]] = field(default_factory=dict)
+
+    def rule(self, name: str, status: int | None, code: int | None) -> _Rule:
+        """The record of a rule broken, new or kept; past MAX_RULES, the one of all others."""
+        if name not in self.rules and len(self.rules) >= MAX_RULES:
+            name, status, code = OTHER_RULES, None, None
+        if name not in self.rules:
+            self.rules[name] = _Rule(name, status, code)
+        return self.rules[name]
 
 
 class ContractReport:
@@ -74,21 +141,25 @@ class ContractReport:
                 usage.expected_violations += 1
             elif entry.violation:
                 usage.violation_count += 1
-                self._keep_violations(
-                    usage,
-                    [
-                        {
-                            "test": entry.test,
-                            "request": f"{entry.method} {entry.path}",
-                            "query": entry.query,
-                            "body": _shown_body(entry.raw_body),
-                            "status": entry.status,
-                            "code": entry.code,
-                            "message": entry.message,
-                            "details": entry.details[:MAX_SHOWN_DETAILS],
-                        }
+                example = {
+                    "test": entry.test,
+                    "request": _clip(f"{entry.method} {entry.path}"),
+                    "query": {
+                        _clip(k): [_clip(v) for v in values[:MAX_VALUES]]
+                        for k, values in list(entry.query.items())[:MAX_VALUES]
+                    },
+                    "body": _shown_body(entry.raw_body),
+                    "status": entry.status,
+                    "code": entry.code,
+                    "message": _clip(entry.message),
+                    "details": [
+                        {k: _clip(v) if isinstance(v, str) else v for k, v in d.items()}
+                        for d in entry.details[:MAX_SHOWN_DETAILS]
                     ],
-                )
+                }
+                tests = {entry.test: 1} if entry.test else {}
+                for name in rules_broken(entry):
+                    usage.rule(name, entry.status, entry.code).add(1, tests, 0, [example])
 
     @staticmethod
     def _cover(usage: _Usage, declared: Operation, query: dict[str, list[str]]) -> None:
@@ -106,10 +177,6 @@ class ContractReport:
             if len(seen) < MAX_VALUES:
                 seen.add(value)
 
-    @staticmethod
-    def _keep_violations(usage: _Usage, violations: list[dict[str, Any]]) -> None:
-        usage.violations.extend(violations[: max(0, MAX_VIOLATIONS - len(usage.violations))])
-
     def absorb(self, other: dict[str, Any]) -> None:
         """Adds another report's figures (`to_dict()` of a pytest-xdist worker's) to this one."""
         with self._lock:
@@ -121,7 +188,13 @@ class ContractReport:
                     self._keep(usage.parameters.setdefault(name, set()), values)
                 usage.violation_count += theirs["violations"]
                 usage.expected_violations += theirs.get("expectedViolations", 0)
-                self._keep_violations(usage, theirs["violatingRequests"])
+                for theirs_rule in theirs["violationGroups"]:
+                    usage.rule(theirs_rule["rule"], theirs_rule["status"], theirs_rule["code"]).add(
+                        theirs_rule["count"],
+                        theirs_rule["tests"],
+                        theirs_rule["otherTests"],
+                        theirs_rule["examples"],
+                    )
                 covered = theirs.get("coverage")  # none for requests no operation matched
                 if covered:
                     usage.sent.update(covered["parametersSent"])
@@ -145,7 +218,11 @@ class ContractReport:
                     "statuses": dict(sorted(usage.statuses.items())),
                     "violations": usage.violation_count,
                     "expectedViolations": usage.expected_violations,
-                    "violatingRequests": usage.violations,
+                    # The rules broken, the most broken first.
+                    "violationGroups": [
+                        rule.to_dict()
+                        for rule in sorted(usage.rules.values(), key=lambda r: (-r.count, r.rule))
+                    ],
                     "parametersExercised": {k: sorted(usage.parameters[k]) for k in used},
                     "parametersNotExercised": [
                         p for p in (declared.parameters if declared else ()) if p not in used
@@ -233,32 +310,81 @@ def _coverage(declared: Operation, usage: _Usage) -> dict[str, Any]:
     }
 
 
-def failures(
+def judge(
     report: dict[str, Any],
     *,
     fail_on_violation: bool,
     min_coverage: float | None,
     option_prefix: str = "--",
-) -> list[str]:
-    """Why a run that asked for these checks fails on this report (`to_dict()`), if it
-    does: one line per reason (`gaps` names what was never exercised). The options are
-    named with `option_prefix` (`--platform-mock-` under pytest)."""
+    command: str | None = None,
+) -> dict[str, Any]:
+    """The verdict on a report (`to_dict()`): PASSED or FAILED, and each check that decided
+    it, with the options named as the run named them (`--platform-mock-` under pytest).
+    `command`, for `platform-mock run`, says how the command ended ("" when it passed).
+
+    A check that was not asked for decides nothing, but what it would have found is said:
+    a run with violations and no `--fail-on-violation` does not pass silently."""
     summary = report["summary"]
-    reasons = []
-    if fail_on_violation and summary["violations"]:
-        reasons.append(
-            f"{summary['violations']} request(s) broke the contract "
-            f"({option_prefix}fail-on-violation)"
-        )
+    violations, requests = summary["violations"], summary["requests"]
     figures = summary["coverage"]
-    if min_coverage is not None and figures["percent"] < min_coverage:
-        reasons.append(
-            f"contract coverage {figures['percent']}% is below {option_prefix}min-coverage "
-            f"{min_coverage:g}% "
-            f"({figures['covered']} of {figures['total']} documented statuses, query "
-            "parameters and enum values exercised)"
+    checks: list[dict[str, Any]] = []
+    notes: list[str] = []
+    if command is not None:
+        checks.append(
+            {"check": "command", "passed": not command, "summary": command or "the command passed"}
         )
-    return reasons
+    broke = f"{violations} of {requests} request(s) broke the contract"
+    if fail_on_violation:
+        if not requests:
+            summary_ = "no request reached the mock, so no request was checked"
+        else:
+            summary_ = broke
+        checks.append(
+            {
+                "check": "violations",
+                "passed": bool(requests) and not violations,
+                "summary": f"{summary_} ({option_prefix}fail-on-violation)",
+            }
+        )
+    else:
+        notes.append(
+            f"{broke}; not checked ({option_prefix}fail-on-violation would fail on any)"
+            if violations
+            else f"{broke}"
+        )
+    shown = f"contract coverage {figures['percent']}% ({figures['covered']} of {figures['total']})"
+    if min_coverage is not None:
+        passed = figures["percent"] >= min_coverage
+        relation = "at least" if passed else "below"
+        checks.append(
+            {
+                "check": "coverage",
+                "passed": passed,
+                "summary": f"{shown}, {relation} {option_prefix}min-coverage {min_coverage:g}%",
+            }
+        )
+    else:
+        notes.append(shown)
+    return {
+        "passed": all(check["passed"] for check in checks),
+        "checks": checks,
+        "notes": notes,
+    }
+
+
+def reasons(verdict: dict[str, Any]) -> list[str]:
+    """Why a verdict failed: one line per failing check."""
+    return [check["summary"] for check in verdict["checks"] if not check["passed"]]
+
+
+def verdict_line(verdict: dict[str, Any]) -> str:
+    """The verdict in one line: PASSED or FAILED, then every check and note."""
+    word = "PASSED" if verdict["passed"] else "FAILED"
+    failing = reasons(verdict)
+    rest = [check["summary"] for check in verdict["checks"] if check["passed"]]
+    said = failing + rest + verdict["notes"]
+    unchecked = "" if verdict["checks"] else " (no check was asked for)"
+    return f"{word}{unchecked}: {'; '.join(said)}"
 
 
 def coverage(report: dict[str, Any]) -> float:
@@ -292,6 +418,14 @@ def operation_gaps(usage: dict[str, Any]) -> str:
     for name, values in coverage["enumValuesNotSent"].items():
         missing.append(f"{name}={'|'.join(values)} never sent")
     return "; ".join(missing)
+
+
+def _clip(text: str | None) -> str | None:
+    """A text of an offending request as the report keeps it: its beginning, past
+    MAX_SHOWN_TEXT characters, with its full length."""
+    if text is None or len(text) <= MAX_SHOWN_TEXT:
+        return text
+    return f"{text[:MAX_SHOWN_TEXT]}... ({len(text)} characters in all)"
 
 
 def _shown_body(raw: bytes) -> Any:

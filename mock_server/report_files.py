@@ -17,17 +17,24 @@ import re
 import stat
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from mock_server.report import UNROUTED, operation_gaps
+from mock_server import escape
+from mock_server.report import MAX_TESTS, UNROUTED, gaps, operation_gaps, verdict_line
 
 FORMATS = {"json": ".json", "text": ".txt", "junit": ".xml", "markdown": ".md"}
 BASENAME = "contract-report"  # of each format's file in a `--report` directory
-MAX_CELL = 300  # characters of one Markdown line or cell: a summary has a size limit
-# Characters XML 1.0 cannot hold at all, even escaped: a client may send them.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+MAX_CELL = 200  # characters of a client's text in one line or cell: summaries have limits
+MAX_SUMMARY_RULES = 30  # rules broken listed in the job summary; the JSON has every one
+MAX_ANNOTATIONS = 10  # GitHub shows ten error annotations per step
+# The verdict's checks as JUnit test cases, named alike in every run.
+CHECK_NAMES = {
+    "command": "the command passes",
+    "violations": "no request breaks the contract",
+    "coverage": "the contract coverage reaches --min-coverage",
+}
 _FORMAT_WORD = re.compile(r"[A-Za-z]+")
 
 
@@ -154,35 +161,71 @@ def _write_regular(path: Path, text: str) -> None:
 
 
 def to_json(report: dict[str, Any]) -> str:
-    return json.dumps(report, indent=2) + "\n"
+    return escape.json_text(report, indent=2) + "\n"
+
+
+def _clip(value: Any, limit: int = MAX_CELL) -> str:
+    """A client's text cut to `limit` characters (before escaping, which at most sextuples
+    it): a line of a report has a bounded size whatever was sent."""
+    shown = str(value)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def _verdict(report: dict[str, Any]) -> dict[str, Any] | None:
+    return report.get("verdict")
+
+
+def _tests_named(rule: dict[str, Any], limit: int = 3) -> list[str]:
+    """The tests that broke a rule, the most frequent first, and how many others did."""
+    names = list(rule["tests"])
+    others = len(names) - limit + (1 if rule["otherTests"] else 0)
+    shown = names[:limit]
+    if len(names) > limit or rule["otherTests"]:
+        shown.append(f"and {others if len(names) > limit else 'more'} other test(s)")
+    return shown
+
+
+def _example_line(example: dict[str, Any]) -> str:
+    """An offending request in one line: what was sent and what it broke, as the client sent
+    it (the caller escapes it for its sink)."""
+    return _clip(f"{example['request']} -> {example['status']} {example['message']}", 400)
 
 
 def text(report: dict[str, Any]) -> str:
-    """A readable summary, naming each request that broke the contract and each gap."""
+    """A readable summary: the verdict, the figures, and per operation its calls, what was
+    never exercised and each rule broken, with its count, tests and first request."""
     summary = report["summary"]
     coverage = summary["coverage"]
-    lines = [
+    verdict = _verdict(report)
+    lines = []
+    if verdict is not None:
+        lines.append(f"Contract check {verdict_line(verdict)}")
+    lines += [
         f"Contract report: {summary['requests']} request(s), "
         f"{summary['violations']} contract violation(s), "
         f"{summary['operationsCalled']}/{summary['operationsInContract']} operations called, "
         f"coverage {coverage['percent']}% ({coverage['covered']}/{coverage['total']})",
-        "",
     ]
     if summary["expectedViolations"]:
-        lines[-1:-1] = [
+        lines.append(
             f"  ({summary['expectedViolations']} more request(s) broke it on purpose, in "
             "tests marked expect_violations)"
-        ]
+        )
+    lines.append("")
     for op_id, usage in report["operations"].items():
         statuses = ", ".join(f"{s}x{n}" for s, n in usage["statuses"].items()) or "-"
-        lines.append(f"  {op_id:32} calls {usage['calls']:5}  statuses {statuses}")
+        lines.append(f"  {escape.text(op_id):32} calls {usage['calls']:5}  statuses {statuses}")
         missing = operation_gaps(usage)
         if missing and usage["calls"]:
             lines.append(f"    never exercised: {missing}")
-        for violation in usage["violatingRequests"]:
-            where = f" in {violation['test']}" if violation["test"] else ""
-            outcome = f"{violation['status']} {violation['message']}"
-            lines.append(f"    VIOLATION{where}: {violation['request']} -> {outcome}")
+        for rule in usage["violationGroups"]:
+            tests = ", ".join(map(escape.text, map(_clip, _tests_named(rule))))
+            by = f" by {tests}" if tests else ""
+            lines.append(
+                f"    VIOLATION {escape.text(_clip(rule['rule']))}: {rule['count']} request(s){by}"
+            )
+            for example in rule["examples"][:1]:
+                lines.append(f"      e.g. {escape.text(_example_line(example))}")
     if summary["operationsNotCalled"]:
         lines += ["", f"  never called: {', '.join(summary['operationsNotCalled'])}"]
     dropped = report["journal"]["droppedEntries"]
@@ -195,97 +238,114 @@ def text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _violations(report: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for op_id, usage in report["operations"].items():
-        for violation in usage["violatingRequests"]:
-            yield op_id, violation
+def _rules(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every rule broken, of every operation, the most broken first."""
+    found = [
+        (op_id, rule)
+        for op_id, usage in report["operations"].items()
+        for rule in usage["violationGroups"]
+    ]
+    return sorted(found, key=lambda pair: -pair[1]["count"])
 
 
-def _xml_text(value: Any) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
-
-
-def _violation_lines(violation: dict[str, Any]) -> list[str]:
-    """An offending request in full, and every rule it broke."""
-    lines = [f"{violation['request']} -> {violation['status']} {violation['message']}"]
-    if violation["test"]:
-        lines.append(f"sent by {violation['test']}")
-    if violation["query"]:
-        lines.append(f"query: {json.dumps(violation['query'])}")
-    if violation["body"] not in (None, ""):
-        lines.append(f"body: {json.dumps(violation['body'])}")
+def _example_text(example: dict[str, Any]) -> list[str]:
+    """An offending request in full (as far as the report kept it), and every rule it
+    broke; as the client sent it (the caller escapes it for its sink)."""
+    lines = [_example_line(example)]
+    if example["test"]:
+        lines.append(f"sent by {_clip(example['test'])}")
+    if example["query"]:
+        lines.append(f"query: {_clip(json.dumps(example['query']), 1000)}")
+    if example["body"] not in (None, ""):
+        lines.append(f"body: {_clip(json.dumps(example['body']), 1000)}")
     lines += [
-        f"  {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}"
-        for d in violation["details"]
+        _clip(f"  {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}")
+        for d in example["details"]
     ]
     return lines
 
 
 def junit(report: dict[str, Any]) -> str:
-    """JUnit XML: per operation, a test case for each documented status (skipped when never
-    returned) and a failing one for each request that broke the contract, the request in
-    its failure's message."""
+    """JUnit XML (the schema CI servers validate against, junit-10.xsd), with test case names
+    that stay the same from run to run: a case per check of the verdict, a case per operation
+    (skipped when never called), and a failing case per rule an operation's requests broke,
+    its count, tests and first requests in the failure."""
     suite = ET.Element("testsuite", name="platform API contract")
-    counts = {"tests": 0, "failures": 0, "skipped": 0}
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
-    def case(op_id: str, name: str) -> ET.Element:
+    def case(classname: str, name: str) -> ET.Element:
         counts["tests"] += 1
-        classname = "contract." + ("unrouted" if op_id == UNROUTED else op_id)
-        return ET.SubElement(suite, "testcase", classname=classname, name=_xml_text(name))
+        return ET.SubElement(
+            suite, "testcase", classname=classname, name=escape.text(_clip(name)), time="0"
+        )
 
+    def fail(element: ET.Element, message: str, detail: str) -> None:
+        counts["failures"] += 1
+        failure = ET.SubElement(element, "failure", type="ContractViolation")
+        failure.set("message", escape.text(message))
+        failure.text = detail
+
+    verdict = _verdict(report)
+    for check in verdict["checks"] if verdict else ():
+        checked = case("contract.verdict", CHECK_NAMES[check["check"]])
+        if not check["passed"]:
+            gaps_ = "\n".join(gaps(report)) if check["check"] == "coverage" else ""
+            fail(checked, check["summary"], gaps_)
     for op_id, usage in report["operations"].items():
-        coverage = usage.get("coverage")
-        for status in coverage["statusesReturned"] if coverage else ():
-            case(op_id, f"{op_id} returns {status}")
-        for status in coverage["statusesNotReturned"] if coverage else ():
-            skipped = ET.SubElement(case(op_id, f"{op_id} returns {status}"), "skipped")
-            skipped.set("message", f"no request was answered {status}")
-            counts["skipped"] += 1
-        for index, violation in enumerate(usage["violatingRequests"], 1):
-            lines = _violation_lines(violation)
-            failure = ET.SubElement(
-                case(op_id, f"{op_id} request {index} keeps the contract: {violation['request']}"),
-                "failure",
-                type="ContractViolation",
-            )
-            failure.set("message", _xml_text(lines[0]))
-            failure.text = _xml_text("\n".join(lines))
-            counts["failures"] += 1
-        unlisted = usage["violations"] - len(usage["violatingRequests"])
-        if unlisted > 0:
-            failure = ET.SubElement(
-                case(op_id, f"{op_id}: {unlisted} more request(s) broke the contract"), "failure"
-            )
-            failure.set("message", f"{unlisted} more violation(s), not kept in the report")
-            counts["failures"] += 1
+        classname = "contract." + ("unrouted" if op_id == UNROUTED else op_id)
+        if op_id != UNROUTED:
+            kept = case(classname, f"{op_id} keeps the contract")
+            if not usage["calls"]:
+                counts["skipped"] += 1
+                ET.SubElement(kept, "skipped", message="never called")
+        for rule in usage["violationGroups"]:
+            broken = case(classname, f"{op_id}: {rule['rule']}")
+            tests = ", ".join(_tests_named(rule, MAX_TESTS))
+            message = f"{rule['count']} request(s) broke {_clip(rule['rule'])}"
+            detail = [message + (f", sent by {tests}" if tests else "")]
+            for example in rule["examples"]:
+                detail += ["", *_example_text(example)]
+            fail(broken, message, "\n".join(map(escape.text, detail)))
     root = ET.Element("testsuites", name="platform-mock")
-    for element in (root, suite):
-        for key, value in counts.items():
-            element.set(key, str(value))
-        element.set("errors", "0")
+    for key in ("tests", "failures", "errors"):
+        root.set(key, str(counts[key]))
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    suite.set("time", "0")
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def _cell(value: Any) -> str:
-    """Text for one Markdown table cell or list line: no HTML, no table break, bounded."""
-    shown = str(value).replace("\r", " ").replace("\n", " ")
-    if len(shown) > MAX_CELL:
-        shown = shown[: MAX_CELL - 1] + "…"
-    shown = shown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return re.sub(r"([\\`*_\[\]|#])", r"\\\1", shown)
+    """A client's text in a Markdown table cell: a code span, bounded."""
+    return escape.markdown_code(_clip(value), in_table=True)
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """A job summary: the coverage table per operation, then each violation."""
+    """A job summary: the verdict and its checks, the coverage table per operation, then the
+    rules broken (the most broken first, up to MAX_SUMMARY_RULES), with counts, tests and a
+    request each. Whatever the traffic, it stays far under GitHub's 1 MiB."""
     summary = report["summary"]
     coverage = summary["coverage"]
-    lines = [
-        f"### Platform API contract: coverage {coverage['percent']}%, "
-        f"{summary['violations']} violation(s)",
-        "",
-        f"{summary['requests']} request(s); {coverage['covered']} of {coverage['total']} "
+    verdict = _verdict(report)
+    lines = []
+    if verdict is not None:
+        word = "✅ PASSED" if verdict["passed"] else "❌ FAILED"
+        lines += [f"### Platform API contract: {word}", ""]
+        for check in verdict["checks"]:
+            mark = "✅" if check["passed"] else "❌"
+            lines.append(f"- {mark} {check['summary']}")
+        for note in verdict["notes"]:
+            lines.append(f"- {note}")
+        if not verdict["checks"]:
+            lines.append("- no check was asked for (`--fail-on-violation`, `--min-coverage`)")
+        lines.append("")
+    else:
+        lines += ["### Platform API contract", ""]
+    lines += [
+        f"{summary['requests']} request(s), {summary['violations']} contract violation(s); "
+        f"coverage {coverage['percent']}%: {coverage['covered']} of {coverage['total']} "
         "documented statuses, query parameters and enum values exercised; "
         f"{summary['operationsCalled']} of {summary['operationsInContract']} operations called.",
         "",
@@ -302,22 +362,30 @@ def markdown(report: dict[str, Any]) -> str:
             missing += [f"{k}={'/'.join(v)}" for k, v in covered["enumValuesNotSent"].items()]
         share = f"{covered['percent']}%" if covered else "-"
         lines.append(
-            f"| {_cell(op_id)} | {usage['calls']} | {share} | {_cell(returned)} | "
-            f"{_cell(', '.join(missing)) or '-'} | {usage['violations']} |"
+            f"| {_cell(op_id)} | {usage['calls']} | {share} | {returned} | "
+            f"{', '.join(missing) or '-'} | {usage['violations']} |"
         )
-    shown = list(_violations(report))
-    if shown:
-        lines += ["", "#### Requests that broke the contract", ""]
-        for op_id, violation in shown:
-            where = f" (sent by {_cell(violation['test'])})" if violation["test"] else ""
+    rules = _rules(report)
+    if rules:
+        lines += [
+            "",
+            "#### Rules broken",
+            "",
+            "| Operation | Rule | Requests | Tests | Example |",
+            "|---|---|---:|---|---|",
+        ]
+        for op_id, rule in rules[:MAX_SUMMARY_RULES]:
+            tests = ", ".join(map(_cell, _tests_named(rule))) or "-"
+            example = rule["examples"][0] if rule["examples"] else None
+            shown = _cell(_example_line(example)) if example else "-"
             lines.append(
-                f"- **{_cell(op_id)}** {_cell(violation['request'])} → "
-                f"{violation['status']} {_cell(violation['message'])}{where}"
+                f"| {_cell(op_id)} | {_cell(rule['rule'])} | {rule['count']} | {tests} | {shown} |"
             )
+        if len(rules) > MAX_SUMMARY_RULES:
             lines += [
-                f"  - {_cell(d.get('location', ''))} {_cell(d.get('field', ''))}: "
-                f"{_cell(d.get('message', ''))}"
-                for d in violation["details"]
+                "",
+                f"{len(rules) - MAX_SUMMARY_RULES} more rule(s) broken: every one is in the "
+                "full report (JSON).",
             ]
     return "\n".join(lines) + "\n"
 
@@ -330,15 +398,46 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def _command_value(text: str, *, property_: bool = False) -> str:
-    """Escaped for a GitHub workflow command (its data, or a property's value)."""
-    escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return escaped.replace(":", "%3A").replace(",", "%2C") if property_ else escaped
+def error_annotations(report: dict[str, Any]) -> list[str]:
+    """GitHub's `::error` annotations for a report: one per failing check of its verdict,
+    then one per rule broken, the most broken first, MAX_ANNOTATIONS in all (GitHub shows
+    ten per step), each one short; the last says how many more the report has."""
+    verdict = _verdict(report)
+    found = [
+        ("Platform API contract: FAILED", check["summary"])
+        for check in (verdict["checks"] if verdict else ())
+        if not check["passed"]
+    ]
+    rules = _rules(report)
+    room = MAX_ANNOTATIONS - len(found)
+    for index, (op_id, rule) in enumerate(rules[: max(room, 0)]):
+        if index == room - 1 and len(rules) > room:
+            left = len(rules) - index
+            found.append(
+                (
+                    "Contract violations",
+                    f"{left} more rule(s) broken, {sum(r['count'] for _, r in rules[index:])} "
+                    "request(s): see the contract report",
+                )
+            )
+            break
+        tests = ", ".join(_tests_named(rule))
+        message = f"{rule['count']} request(s) broke {_clip(rule['rule'])}"
+        if tests:
+            message += f", sent by {tests}"
+        if rule["examples"]:
+            message += f"\ne.g. {_example_line(rule['examples'][0])}"
+        found.append((f"Contract violation: {op_id}", message))
+    return [
+        f"::error title={escape.workflow_property(escape.text(title))}::"
+        + escape.workflow_data("\n".join(map(escape.text, message.split("\n"))))
+        for title, message in found
+    ]
 
 
 def github(report: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
     """Under GitHub Actions: append the Markdown to the job summary (`GITHUB_STEP_SUMMARY`),
-    and return an `::error` annotation for each request that broke the contract, to print."""
+    and return the `::error` annotations to print."""
     environ = dict(os.environ) if environ is None else environ
     summary = environ.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -346,8 +445,4 @@ def github(report: dict[str, Any], environ: dict[str, str] | None = None) -> lis
             out.write(markdown(report))
     if environ.get("GITHUB_ACTIONS") != "true":
         return []
-    return [
-        f"::error title={_command_value(f'Contract violation: {op_id}', property_=True)}::"
-        + _command_value("\n".join(_violation_lines(violation)))
-        for op_id, violation in _violations(report)
-    ]
+    return error_annotations(report)

@@ -8,7 +8,8 @@ nothing: one that sends nothing for `IDLE_SECONDS` (new, or between requests) is
 and a request that has not arrived in full `REQUEST_SECONDS` after its first byte is
 answered 408 and its connection closed. `BackgroundServer` runs uvicorn
 on a daemon thread, bound to a free loopback port (tests, the pytest plugin), and returns once
-the server accepts connections.
+the server accepts connections. `Worlds` serves other worlds beside a mock, each a
+`BackgroundServer` of its own (`POST /__admin/worlds`), for parallel test workers.
 
 `PlatformHttpProtocol` subclasses uvicorn's `HttpToolsProtocol` (pinned below uvicorn's next
 release; `tests/test_connexion_hooks.py` checks each part): it overrides the parser
@@ -21,8 +22,10 @@ and `connection_made`, `data_received` and `connection_lost`, and reads `config`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import resource
+import secrets
 import socket
 import threading
 import time
@@ -35,12 +38,14 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mock_server import errors
 from mock_server.app import PlatformMock
+from mock_server.coordinates import Coordinates, base_url
 from mock_server.http import DROP
 
 MAX_HEADER_BYTES = 64 * 1024
 GRACEFUL_SHUTDOWN_SECONDS = 2
 IDLE_SECONDS = 5  # a connection that sends nothing, new or between requests (uvicorn's)
 REQUEST_SECONDS = 30  # from a request's first byte to its last, head and body
+MAX_WORLDS = 64  # worlds served beside one mock: each holds a world and a journal
 
 
 class _HideDrops(logging.Filter):
@@ -222,8 +227,29 @@ def uvicorn_config(
     return config
 
 
+def user_token(mock: PlatformMock) -> str | None:
+    """The default user's token, or None in a world without users."""
+    try:
+        return mock.auth.dev_token()
+    except errors.MockFailure:  # the only failure of minting: there is no user to name
+        return None
+
+
+def coordinates(mock: PlatformMock, host: str, port: int) -> Coordinates:
+    """Where a mock served on host and port is, and its tokens."""
+    url = base_url(host, port)
+    return Coordinates(
+        url=url,
+        gateway_url=url + mock.gateway_prefix,
+        token=user_token(mock),
+        admin_token=mock.auth.admin_token(),
+        seed=mock.store.seed,
+    )
+
+
 class BackgroundServer:
-    """A PlatformMock served by uvicorn on a background thread."""
+    """A PlatformMock served by uvicorn on a background thread, with other worlds beside it
+    on request (`mock.worlds`)."""
 
     def __init__(
         self,
@@ -243,15 +269,21 @@ class BackgroundServer:
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
+        self.worlds = Worlds(mock, self.host)
+        mock.worlds = self.worlds
 
     @property
     def url(self) -> str:
         """Base URL: the control plane is under `/api/svc/v1`, the gateway under its prefix."""
-        return f"http://{self.host}:{self.port}"
+        return base_url(self.host, self.port)
 
     @property
     def gateway_url(self) -> str:
         return f"{self.url}{self.mock.gateway_prefix}"
+
+    @property
+    def coordinates(self) -> Coordinates:
+        return coordinates(self.mock, self.host, self.port)
 
     def start(self, timeout: float = 30.0) -> BackgroundServer:
         self._thread.start()
@@ -259,10 +291,11 @@ class BackgroundServer:
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the mock server did not start")
-            time.sleep(0.01)
+            time.sleep(0.005)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
+        self.worlds.close()
         self._server.should_exit = True
         self._thread.join(timeout)
         self._sock.close()
@@ -272,3 +305,55 @@ class BackgroundServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class Worlds:
+    """Worlds served beside a mock: each a mock of its own (the same configuration, with its
+    own seed if asked), on a new port of the same host, whose requests also count in the
+    first mock's contract report. At most MAX_WORLDS at once."""
+
+    def __init__(self, mock: PlatformMock, host: str):
+        self._mock = mock
+        self._host = host
+        self._lock = threading.Lock()
+        self._servers: dict[str, BackgroundServer] = {}
+        self._made = 0
+
+    def create(self, seed: int | None) -> dict[str, Any]:
+        """Serve a new world; where it is, as the admin API describes a world."""
+        with self._lock:
+            if len(self._servers) >= MAX_WORLDS:
+                raise errors.InvalidRequest(
+                    f"This mock already serves {MAX_WORLDS} other worlds: delete one first",
+                    details=[{"location": "body", "message": f"at most {MAX_WORLDS} worlds"}],
+                )
+            self._made += 1
+            world_id = f"world-{self._made}"
+        # A key of its own, unless one was given: no token of one world opens another.
+        config = dataclasses.replace(
+            self._mock.config, signing_key=self._mock.config.signing_key or secrets.token_hex(32)
+        )
+        if seed is not None:
+            config = dataclasses.replace(config, seed=seed)
+        world = PlatformMock(config)
+        world.journal.observers.append(self._mock.report.add)
+        server = BackgroundServer(world, self._host, 0).start()
+        with self._lock:
+            self._servers[world_id] = server
+        return {"id": world_id, **server.coordinates.to_dict()}
+
+    def remove(self, world_id: str) -> bool:
+        """Stop serving a world; False if there is none by that id."""
+        with self._lock:
+            server = self._servers.pop(world_id, None)
+        if server is None:
+            return False
+        server.stop()
+        return True
+
+    def close(self) -> None:
+        """Stop serving every world."""
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            server.stop()

@@ -3,7 +3,13 @@ HTTP), reset before each test, with clients and helpers on top."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -120,11 +126,13 @@ def assert_error(response: httpx.Response, status: int, code: int) -> dict:
 # which builds it once, and they are collected first, so that their long setups overlap
 # the rest of the suite instead of trailing it.
 SHARED_SETUP_FIRST = (
+    "test_truefoundry_library.py",
     "test_readme_examples.py",
     "test_packaging.py",
     "test_pytest_plugin.py",
     "test_plugin_ci.py",
     "test_run_command.py",
+    "test_run_ci.py",
 )
 
 
@@ -153,3 +161,32 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return module if module.rsplit("/", 1)[-1] in SHARED_SETUP_FIRST else nodeid
 
     return SharedSetupScheduling(config, log)
+
+
+@pytest.fixture(scope="session")
+def junit_schema(pytestconfig: pytest.Config) -> Any:
+    """The JUnit XML schema that Jenkins, GitLab and pytest's own tests validate against
+    (junit-10.xsd), taken from the source distribution of the pytest installed (the package
+    index is the one place a fresh machine reaches), and kept in pytest's cache."""
+    import xmlschema
+
+    assert pytestconfig.cache is not None
+    kept = pytestconfig.cache.mkdir("junit-schema") / f"junit-10-pytest-{pytest.__version__}.xsd"
+    if not kept.exists():
+        with tempfile.TemporaryDirectory() as scratch:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
+                 ":all:", "-d", scratch, f"pytest=={pytest.__version__}"],
+                check=True, timeout=300,
+            )  # fmt: skip
+            (archive,) = Path(scratch).glob("pytest-*.tar.gz")
+            with tarfile.open(archive) as sdist:
+                member = sdist.extractfile(
+                    f"pytest-{pytest.__version__}/testing/example_scripts/junit-10.xsd"
+                )
+                assert member is not None
+                # Written whole, then renamed: another worker may be reading it.
+                part = kept.with_name(f"{kept.name}.{os.getpid()}")
+                part.write_bytes(member.read())
+                os.replace(part, kept)
+    return xmlschema.XMLSchema(str(kept))

@@ -1,8 +1,8 @@
 """The platform's published clients as the oracle of record shapes.
 
 `disagreements(model, raw)` parses a raw JSON body with a client's pydantic model (the
-platform SDK's or the `openai` package's) and lists every way the body and the model
-disagree, strictly:
+platform SDK's or the `openai` package's, or one of the platform library's, which are
+pydantic's v1 models) and lists every way the body and the model disagree, strictly:
 
 - the model refuses the body (a required field missing, a value of the wrong kind);
 - the model accepts it only by coercing a value (`"3"` read as 3, `1` read as true): strict
@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 import pydantic
+from pydantic import v1
 
 
 def disagreements(model: Any, raw: bytes | str, extras: frozenset[str] = frozenset()) -> list[str]:
@@ -31,8 +32,11 @@ def disagreements(model: Any, raw: bytes | str, extras: frozenset[str] = frozens
     `extras` names top-level fields known to be beyond the model (and allowed)."""
     data = json.loads(raw)
     try:
-        parsed = pydantic.TypeAdapter(model).validate_python(data)
-    except pydantic.ValidationError as exc:
+        if isinstance(model, type) and issubclass(model, v1.BaseModel):
+            parsed = model.parse_obj(data)
+        else:
+            parsed = pydantic.TypeAdapter(model).validate_python(data)
+    except (pydantic.ValidationError, v1.ValidationError) as exc:
         return [
             f"{'.'.join(map(str, error['loc'])) or '(body)'}: {error['msg']}"
             for error in exc.errors()
@@ -52,6 +56,15 @@ def _compare(raw: Any, value: Any, path: str, found: list[str]) -> None:
                 _compare(raw[key], getattr(value, name), f"{path}.{key}".lstrip("."), found)
         for extra in value.model_extra or {}:
             found.append(f"{path}.{extra}".lstrip(".") + f": not a field of {type(value).__name__}")
+    elif isinstance(value, v1.BaseModel):
+        # A v1 model drops the fields it does not declare: they are seen in the raw body.
+        declared = {info.alias: name for name, info in type(value).__fields__.items()}
+        for key in raw if isinstance(raw, dict) else {}:
+            child = f"{path}.{key}".lstrip(".")
+            if key in declared:
+                _compare(raw[key], getattr(value, declared[key]), child, found)
+            else:
+                found.append(f"{child}: not a field of {type(value).__name__}")
     elif isinstance(value, list):
         if not isinstance(raw, list) or len(raw) != len(value):
             found.append(f"{where}: read as a list from {raw!r}")

@@ -7,6 +7,7 @@ token opens nothing on the platform API. Requests to it are not journaled.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,7 +15,7 @@ import jwt
 import pytest
 import yaml
 
-from mock_server import PlatformMock, contract
+from mock_server import PlatformMock, __version__, contract
 from mock_server.app import MockConfig
 from mock_server.handlers import render
 from mock_server.server import BackgroundServer
@@ -638,9 +639,17 @@ ADMIN_BODIES = {
     "adminLoadFixtures": DANA_DOCUMENT,
     "adminAddFault": {"operationId": "listJobRuns", "status": 503},
     "adminMintToken": {"subject": "bob@acme.example"},
+    "adminStartTest": {"test": "tests/test_client.py::test_it"},
+    "adminCreateWorld": {},
 }
-EVERY_OPERATION = [pytest.param(op, id=op) for op in ADMIN_OPERATIONS]
+# Every operation but the readiness probe, which answers anyone (tested on its own below).
+GUARDED = {op: found for op, found in ADMIN_OPERATIONS.items() if found[2].get("security") != []}
+EVERY_OPERATION = [pytest.param(op, id=op) for op in GUARDED]
 BODY_OPERATIONS = [pytest.param(op, id=op) for op in ADMIN_BODIES]
+
+
+def test_only_the_readiness_probe_answers_without_a_token():
+    assert set(ADMIN_OPERATIONS) - set(GUARDED) == {"adminHealth"}
 
 
 def _just_over(limit: int) -> bytes:
@@ -1118,12 +1127,24 @@ def test_token_for_a_subject_the_world_does_not_have_is_404_and_changes_nothing(
 
 
 @pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param({}, id="no-subject"),
+        pytest.param({"subject": None}, id="subject-null"),
+        pytest.param(None, id="no-body"),
+    ],
+)
+def test_token_request_without_a_subject_is_the_default_users(admin, mock, body):
+    minted = admin.post("/tokens", json=body) if body is not None else admin.post("/tokens")
+    assert minted.status_code == 200, minted.text
+    assert minted.json()["token"] == mock.auth.dev_token()
+
+
+@pytest.mark.parametrize(
     ("body", "field"),
     [
-        pytest.param({}, "subject", id="no-subject"),
         pytest.param({"subject": ""}, "subject", id="empty-subject"),
         pytest.param({"subject": 7}, "subject", id="subject-not-a-string"),
-        pytest.param({"subject": None}, "subject", id="subject-null"),
         pytest.param({"subject": "bob@acme.example", "admin": True}, "admin", id="unknown-field"),
         pytest.param(["bob@acme.example"], "", id="not-an-object"),
     ],
@@ -1143,3 +1164,149 @@ def test_fixture_naming_another_tenant_is_400_and_changes_nothing(admin):
     body = assert_error(admin.post("/fixtures", json=document), 400, 40001)
     assert "the world's tenant is 'acme'" in body["message"]
     assert _state(admin) == state
+
+
+# -- the readiness probe -------------------------------------------------------------------------
+
+
+def test_health_answers_without_a_token(anonymous):
+    response = anonymous.get("/__admin/health")
+    assert response.status_code == 200, response.text
+    assert response.json() == {"status": "ok", "version": __version__}
+
+
+def test_health_is_recorded_nowhere(anonymous, admin):
+    before = admin.get("/report").json()["summary"]["requests"]
+    assert anonymous.get("/__admin/health").status_code == 200
+    assert admin.get("/journal").json()["data"] == []
+    assert admin.get("/report").json()["summary"]["requests"] == before
+
+
+# -- the test running ----------------------------------------------------------------------------
+
+
+def test_requests_after_put_test_are_that_tests(admin, api):
+    assert admin.put("/test", json={"test": "suite.js > lists runs"}).status_code == 200
+    api.get("/personal-access-tokens/ci")
+    (entry,) = admin.get("/journal").json()["data"]
+    assert entry["test"] == "suite.js > lists runs"
+
+
+def test_requests_after_delete_test_are_no_ones(admin, api):
+    admin.put("/test", json={"test": "t1"})
+    assert admin.delete("/test").status_code == 200
+    api.get("/personal-access-tokens/ci")
+    (entry,) = admin.get("/journal").json()["data"]
+    assert entry["test"] is None
+
+
+def test_delete_test_answers_the_tests_violating_requests(admin, api):
+    admin.put("/test", json={"test": "t1"})
+    api.get("/personal-access-tokens/ci")
+    api.get("/personal-access-tokens/ci", params={"bogus": "1"})
+    ended = admin.delete("/test").json()["data"]
+    assert [(e["status"], e["query"]) for e in ended] == [(400, {"bogus": ["1"]})]
+
+
+def test_delete_test_removes_the_faults(admin, mock):
+    admin.put("/test", json={"test": "t1"})
+    mock.faults.add("listJobRuns", status=503, times=None)
+    admin.delete("/test")
+    assert admin.get("/faults").json()["data"] == []
+
+
+def test_a_test_expecting_violations_has_none_counted(admin, api):
+    admin.put("/test", json={"test": "negative", "expectViolations": True})
+    api.get("/personal-access-tokens/ci", params={"bogus": "1"})
+    assert admin.delete("/test").json()["data"] == []
+    (entry,) = admin.get("/journal").json()["data"]
+    assert (entry["violation"], entry["expected"]) == (True, True)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        pytest.param({"test": "t1"}, ["t1", "t1"], id="test"),
+        pytest.param({"violation": "true"}, ["t1"], id="violation"),
+        pytest.param({"test": "t2", "violation": "false"}, ["t2"], id="test-and-not-violation"),
+    ],
+)
+def test_journal_filters_by_test_and_violation(admin, api, query, expected):
+    for test, params in (("t1", {}), ("t1", {"bogus": "1"}), ("t2", {})):
+        admin.put("/test", json={"test": test})
+        api.get("/personal-access-tokens/ci", params=params)
+    found = admin.get("/journal", params=query).json()["data"]
+    assert [entry["test"] for entry in found] == expected
+
+
+# -- a reset with extra documents -------------------------------------------------------------
+
+
+def test_reset_with_fixtures_adds_them_to_the_initial_world(admin):
+    assert admin.post("/reset", json={"fixtures": [DANA_DOCUMENT]}).status_code == 200
+    assert DANA in [user["email"] for user in _state(admin)["users"]]
+
+
+def test_reset_with_fixtures_that_cannot_enter_is_a_400_and_changes_nothing(admin, changed):
+    before = _everything(admin)
+    bad = {"users": [{"email": DANA}, {"email": DANA}]}
+    assert_error(admin.post("/reset", json={"fixtures": [bad]}), 400, 40001)
+    assert _everything(admin) == before
+
+
+# -- worlds served beside this one ---------------------------------------------------------------
+
+
+@pytest.fixture
+def world(admin) -> Iterator[dict]:
+    created = admin.post("/worlds", json={})
+    assert created.status_code == 201, created.text
+    yield created.json()
+    admin.delete(f"/worlds/{created.json()['id']}")
+
+
+def test_a_world_serves_the_platform_api_with_its_own_token(world):
+    with httpx.Client(base_url=world["apiUrl"]) as client:
+        response = client.get(
+            "/personal-access-tokens/ci", headers={"Authorization": f"Bearer {world['token']}"}
+        )
+    assert response.status_code == 200, response.text
+
+
+def test_a_worlds_changes_stay_in_it(world, admin, store):
+    group = store.secrets.group_named("llm-keys").resource.id
+    with httpx.Client(base_url=world["apiUrl"]) as client:
+        deleted = client.delete(
+            f"/secret-groups/{group}", headers={"Authorization": f"Bearer {world['token']}"}
+        )
+    assert deleted.status_code == 200, deleted.text
+    assert group in [g["id"] for g in _state(admin)["secretGroups"]]
+
+
+def test_a_worlds_requests_count_in_this_mocks_report(world, admin):
+    before = admin.get("/report").json()["summary"]["requests"]
+    with httpx.Client(base_url=world["apiUrl"]) as client:
+        client.get(
+            "/personal-access-tokens/ci", headers={"Authorization": f"Bearer {world['token']}"}
+        )
+    assert admin.get("/report").json()["summary"]["requests"] == before + 1
+
+
+def test_a_worlds_admin_api_takes_its_own_admin_token_only(world, mock):
+    with httpx.Client(base_url=world["adminUrl"]) as client:
+        own = client.get("/faults", headers={"Authorization": f"Bearer {world['adminToken']}"})
+        other = client.get(
+            "/faults", headers={"Authorization": f"Bearer {mock.auth.admin_token()}"}
+        )
+    assert own.status_code == 200
+    assert_error(other, 401, 40104)
+
+
+def test_a_deleted_world_is_served_no_more(admin, world):
+    assert admin.delete(f"/worlds/{world['id']}").status_code == 200
+    with pytest.raises(httpx.TransportError), httpx.Client(base_url=world["url"]) as client:
+        client.get("/__admin/health")
+
+
+def test_deleting_an_unknown_world_is_404(admin):
+    assert_error(admin.delete("/worlds/world-0"), 404, 40410)

@@ -241,3 +241,58 @@ def test_a_token_id_given_to_another_owner_does_not_revive_a_token(anonymous, ap
     bob_token = {"owner": "bob@acme.example", "name": "ci", "jwtId": issued["data"]["jwtId"]}
     assert admin.post("/fixtures", json={"personalAccessTokens": [bob_token]}).status_code == 200
     assert_error(_get(anonymous, f"Bearer {issued['token']}"), 401, 40105)
+
+
+# -- the claims the platform's CLI and library read (they decode without checking) -----------
+
+
+def _decoded(token: str) -> dict:
+    return jwt.decode(token, options={"verify_signature": False})
+
+
+def test_a_users_development_token_names_the_tenant_and_the_e_mail(mock):
+    claims = _decoded(mock.auth.dev_token())
+    assert (claims["tenantName"], claims["email"]) == ("acme", "alice@acme.example")
+    assert "username" not in claims
+    assert type(claims["exp"]) is int
+
+
+def test_a_personal_access_token_names_the_tenant_the_e_mail_and_its_expiry(api, mock):
+    issued = api.get("/personal-access-tokens/ci").json()
+    claims = _decoded(issued["token"])
+    assert (claims["tenantName"], claims["email"]) == ("acme", "alice@acme.example")
+    expiry = mock.store.world.tokens[(claims["sub"], "ci")].expires_at
+    assert claims["exp"] == int(expiry.timestamp())
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        pytest.param("virtualaccount:ci-bot", id="virtual-account"),
+        pytest.param("team:ml-platform", id="team"),
+        pytest.param("agent:support-agent", id="agent"),
+    ],
+)
+def test_another_subjects_token_names_it_as_username(mock, reference):
+    subject = mock.store.identity.subject_by_reference(reference)
+    claims = _decoded(mock.auth.dev_token(subject))
+    assert (claims["tenantName"], claims["username"]) == ("acme", reference.partition(":")[2])
+    assert "email" not in claims
+
+
+def test_a_virtual_accounts_personal_access_token_names_it_as_username(server, mock):
+    bot = mock.store.identity.subject_by_reference("virtualaccount:ci-bot")
+    headers = {"Authorization": f"Bearer {mock.auth.dev_token(bot)}"}
+    with httpx.Client(base_url=server.url + CONTROL_PLANE, headers=headers) as client:
+        issued = client.get("/personal-access-tokens/deploy").json()
+    claims = _decoded(issued["token"])
+    assert (claims["tenantName"], claims["username"], claims["subjectType"]) == (
+        "acme",
+        "ci-bot",
+        "virtualaccount",
+    )
+
+
+def test_the_admin_token_names_no_tenant(mock):
+    claims = _decoded(mock.auth.admin_token())
+    assert not {"tenantName", "email", "username"} & set(claims)

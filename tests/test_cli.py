@@ -536,3 +536,24 @@ def test_integer_option_outside_the_integer_grammar_is_a_usage_error(args):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert f"argument {args[0]}" in result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        pytest.param(["token"], id="token"),
+        pytest.param(["token", "--admin"], id="admin-token"),
+        pytest.param(["--help"], id="help"),
+    ],
+)
+def test_a_reader_gone_ends_the_command_quietly(arguments: list[str]):
+    printing = subprocess.Popen(
+        [sys.executable, "-m", "mock_server", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert printing.stdout is not None and printing.stderr is not None
+    printing.stdout.close()  # before the command prints: as `| head -c 0` would
+    said = printing.stderr.read()
+    assert printing.wait(timeout=60) in (0, 128 + signal.SIGPIPE)
+    assert said == b""

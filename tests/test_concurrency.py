@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mock_server import catalog, contract
 from tests.conftest import CONTROL_PLANE, assert_error
 
 WORKERS = 50
@@ -125,10 +126,21 @@ def test_concurrent_deletes_of_one_group_succeed_once_and_404_after(server, mock
     assert group not in store.world.secret_groups
 
 
+def _example_call(server, store, operation_id: str) -> Callable[[httpx.Client], Any]:
+    """The catalog's example request of an operation, filled for the served world."""
+    request = catalog.example(operation_id).request(store)
+    operation = contract.operations()[operation_id]
+    root = server.gateway_url if operation.document == contract.GATEWAY_SPEC else server.url
+    return lambda c: c.request(
+        request.method, root + request.path, params=request.query, json=request.body
+    )
+
+
 @pytest.fixture
-def mixed_calls(store) -> list[tuple[str | None, Callable[[httpx.Client], httpx.Response]]]:
-    """Operation ids and calls, five times over: successes, validation failures, not found,
-    and a path that no operation has."""
+def mixed_calls(server, store) -> list[tuple[str | None, Callable[[httpx.Client], httpx.Response]]]:
+    """Operation ids and calls, as many times over as the threads allow: the example of
+    every operation of the catalog, successes, validation failures, not found, and a path
+    that no operation has."""
     trainer = store.deployments.application_named("trainer").id
     version = next(iter(store.world.artifact_versions))
     calls: list[tuple[str | None, Callable[[httpx.Client], Any]]] = [
@@ -148,7 +160,8 @@ def mixed_calls(store) -> list[tuple[str | None, Callable[[httpx.Client], httpx.
         ("generateRoleBindingManifests", lambda c: c.get("/role-bindings/generate-manifest")),
         (None, lambda c: c.get("/no-such-route")),
     ]
-    return calls * 5
+    calls += [(op, _example_call(server, store, op)) for op in contract.operations()]
+    return calls * (WORKERS // len(calls))
 
 
 @pytest.mark.platform_mock(expect_violations=True)

@@ -59,6 +59,25 @@ def test_control_plane_paths_carry_the_version_prefix():
     assert all(path.startswith("/api/svc/v1/") for path in spec("control-plane")["paths"])
 
 
+OPERATION_ROW = re.compile(r"^\| (\d+) \| `(\w+) ([^`]+)` \| `(\w+)` \|$", re.MULTILINE)
+
+
+def test_readme_operations_table_lists_every_operation_of_the_contract_once():
+    section = (ROOT / "README.md").read_text().split("## The operations", 1)[1].split("\n## ")[0]
+    rows = OPERATION_ROW.findall(section)
+    assert [int(number) for number, *_ in rows] == list(range(1, len(rows) + 1))
+    listed = {(method, path, op) for _, method, path, op in rows}
+    assert listed == {
+        (o.method, ("{gateway}" if o.document == contract.GATEWAY_SPEC else "") + o.path, op)
+        for op, o in contract.operations().items()
+    }
+
+
+def test_readme_counts_the_operations_of_the_contract():
+    count = len(contract.operations())
+    assert f"all {count} operations" in (ROOT / "README.md").read_text()
+
+
 def test_gateway_path_has_no_version_segment():
     assert list(spec("gateway")["paths"]) == ["/responses/{id}"]
 
@@ -79,7 +98,9 @@ def test_every_parameter_reaches_its_handler_as_an_argument(operation_id, parame
 
 
 @pytest.mark.parametrize("name", PLATFORM)
-def test_every_operation_requires_the_bearer_scheme(name):
+def test_every_operation_but_the_bootstrap_requires_the_bearer_scheme(name):
+    # The operations a client asks before it has a token are tagged `bootstrap` and take
+    # none; every other one takes the bearer token.
     document = spec(name)
     assert document["components"]["securitySchemes"]["bearerAuth"] == {
         "type": "http",
@@ -87,7 +108,17 @@ def test_every_operation_requires_the_bearer_scheme(name):
         "bearerFormat": "JWT",
     }
     for operation in operations(name).values():
-        assert operation.get("security", document["security"]) == [{"bearerAuth": []}]
+        expected = [] if "bootstrap" in operation.get("tags", []) else [{"bearerAuth": []}]
+        assert operation.get("security", document["security"]) == expected
+
+
+def test_the_contract_knows_which_operations_take_no_token():
+    assert {op for op, o in contract.operations().items() if not o.token} == {
+        op
+        for name in PLATFORM
+        for op, o in operations(name).items()
+        if "bootstrap" in o.get("tags", [])
+    }
 
 
 # Every field of the source document's tables, by the component that must carry it.
@@ -381,10 +412,15 @@ def test_error_decided_for_a_status_has_that_status(operation_id):
 def test_operation_documents_the_errors_every_request_can_meet(operation_id):
     # A request can always break the contract (400), lack a token (401) or meet a platform
     # failure (500, 503); what the body adds, only a body can meet (413, 415).
-    expected = {400, 401, 500, 503} | (
-        {413, 415} if contract.operations()[operation_id].body else set()
-    )
-    assert expected <= contract.operations()[operation_id].statuses
+    operation = contract.operations()[operation_id]
+    expected = {400, 500, 503} | ({401} if operation.token else set())
+    assert expected | ({413, 415} if operation.body else set()) <= operation.statuses
+
+
+@pytest.mark.parametrize("operation_id", PLATFORM_OPERATIONS)
+def test_operation_without_a_token_documents_no_401(operation_id):
+    operation = contract.operations()[operation_id]
+    assert (401 in operation.statuses) == operation.token
 
 
 TABLE_ROW = re.compile(r"^\|[^|]+\|\s*(\d{3})\s*\|\s*(\d{5})\s*\|$", re.MULTILINE)

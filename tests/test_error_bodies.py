@@ -59,6 +59,8 @@ def _each(operation_ids) -> list:
 OPERATIONS = _each(contract.operations())
 BODY_OPERATIONS = _each(op for op, operation in contract.operations().items() if operation.body)
 GET_OPERATIONS = _each(op for op, o in contract.operations().items() if o.method == "GET")
+TOKEN_OPERATIONS = _each(op for op, o in contract.operations().items() if o.token)
+OPEN_OPERATIONS = _each(op for op, o in contract.operations().items() if not o.token)
 
 
 def _other_method(operation_id: str) -> tuple[str, set[str]]:
@@ -129,10 +131,16 @@ def test_well_formed_request_of_each_operation_succeeds(mock, calls, operation):
 # -- 401 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("operation", OPERATIONS)
+@pytest.mark.parametrize("operation", TOKEN_OPERATIONS)
 def test_request_without_token_is_401_error_body(anonymous, calls, operation):
     body = platform_error(calls[operation].send(anonymous), 401, 40101)
     assert "token" in body["message"].lower()
+
+
+@pytest.mark.parametrize("operation", OPEN_OPERATIONS)
+def test_operation_taking_no_token_answers_without_one(anonymous, calls, operation):
+    response = calls[operation].send(anonymous)
+    assert response.status_code == 200, response.text
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)

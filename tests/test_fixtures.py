@@ -155,6 +155,33 @@ def test_tags_in_fixtures_follow_the_uniqueness_rule():
         store_of(text)
 
 
+VERSION = "{type: artifact-version, name: d, ml_repo: repo, source: {type: platform}}"
+UUID = "0b0c7c5e-4d8f-4a31-9a3e-2f0d3c1b9e77"
+
+
+def test_an_artifact_version_keeps_the_uuid_a_fixture_gives_it():
+    store = store_of(WORLD + f"artifactVersions:\n  - {{manifest: {VERSION}, id: {UUID}}}\n")
+    assert store.artifacts.version(UUID) is not None
+
+
+def test_an_artifact_version_id_that_is_not_a_uuid_is_refused():
+    text = WORLD + f"artifactVersions:\n  - {{manifest: {VERSION}, id: av-1}}\n"
+    with pytest.raises(FixtureError, match=r"artifactVersions\[0\]\.id: 'av-1' does not match"):
+        store_of(text)
+
+
+def test_an_artifact_version_given_as_failed_is_failed():
+    store = store_of(WORLD + f"artifactVersions:\n  - {{manifest: {VERSION}, failed: true}}\n")
+    (version,) = store.world.artifact_versions.values()
+    assert version.failed
+
+
+def test_a_failed_artifact_version_with_tags_is_refused():
+    text = WORLD + f"artifactVersions:\n  - {{manifest: {VERSION}, failed: true, tags: [a]}}\n"
+    with pytest.raises(FixtureError, match="failed takes no tags"):
+        store_of(text)
+
+
 def test_ended_run_without_duration_is_rejected():
     text = WORLD + "    runs:\n      - {status: FINISHED, createdAt: '2025-01-01T00:00:00Z'}\n"
     with pytest.raises(FixtureError, match="FINISHED run needs duration"):

@@ -345,6 +345,24 @@ WORKFLOWS: dict[str, dict[tuple[str, str], dict[str, Any]]] = {
             },
         },
     },
+    "stage-then-fail-then-tag": {
+        ("stageArtifactVersion", "200"): {
+            "FailTheStagedVersion": {
+                "operationId": "markArtifactVersionStageFailure",
+                "requestBody": {"id": "$response.body#/id"},
+            },
+        },
+        ("markArtifactVersionStageFailure", "200"): {
+            "TagTheFailedVersion": {
+                "operationId": "applyArtifactVersionTags",
+                "requestBody": {"artifact_version_id": "$request.body#/id"},
+            },
+            "FailItAgain": {
+                "operationId": "markArtifactVersionStageFailure",
+                "requestBody": "$request.body",
+            },
+        },
+    },
     "token-then-again-then-role-bindings": {
         ("getOrCreatePersonalAccessToken", "200"): {
             "GetTheSameTokenAgain": {
@@ -405,6 +423,7 @@ class ContractModel:
         self.staged_ids: set[str] = set()
         self.tokens: dict[str, str] = {}  # name -> value first issued
         self.deleted: set[str] = set()  # secret group ids
+        self.failed: set[str] = set()  # ids of versions marked failed
 
     def sequence_rules(self, ctx: Any, response: schemathesis.Response, case: schemathesis.Case):
         if case.meta is None or case.meta.generation.mode is not GenerationMode.POSITIVE:
@@ -431,9 +450,18 @@ class ContractModel:
             self.staged.add(key)
             self.staged_ids.add(response.json()["id"])
 
+    def _markArtifactVersionStageFailure(self, case, status, response) -> None:
+        version_id = case.body.get("id") if isinstance(case.body, dict) else None
+        if version_id in self.failed:
+            assert status == 200, f"version {version_id} failed already: marking it again is 200"
+        elif status == 200:
+            self.failed.add(version_id)
+
     def _applyArtifactVersionTags(self, case, status, response) -> None:
         version_id = case.body.get("artifact_version_id") if isinstance(case.body, dict) else None
-        if version_id in self.staged_ids:
+        if version_id in self.failed:
+            assert status == 409, f"version {version_id} failed staging: tagging it must be 409"
+        elif version_id in self.staged_ids:
             assert status in (200, 409), (
                 f"version {version_id} was just staged: tagging it must be 200 or 409, got {status}"
             )

@@ -6,13 +6,16 @@ strictly as `openai.types.responses.Response`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import openai
 import pytest
-from openai.types.responses import Response
+from openai.types.responses import Response, ResponseStreamEvent
 
+from mock_server.handlers import render
 from tests.conftest import assert_error
+from tests.sdk_oracle import disagreements
 
 # The two responses the default fixtures name, with their stored text (fixtures/default.yaml).
 DEMO_ID = "resp_0000000000000000000000000000demo"
@@ -232,3 +235,180 @@ def test_unknown_gateway_path_is_404_with_the_error_body(gateway):
 @pytest.mark.platform_mock(expect_violations=True)
 def test_unsupported_method_is_405_with_the_error_body(gateway):
     assert_error(gateway.delete(f"/responses/{DEMO_ID}"), 405, 40501)
+
+
+# -- what `openai`'s retrieve sends: include, include_obfuscation, starting_after, stream ------
+
+
+def test_openai_client_retrieve_with_include_and_obfuscation_gets_the_same_response(
+    client, gateway
+):
+    plain = Response.model_validate(gateway.get(f"/responses/{DEMO_ID}").json())
+    included = client.responses.retrieve(
+        DEMO_ID,
+        include=["message.output_text.logprobs", "reasoning.encrypted_content"],
+        include_obfuscation=False,
+        starting_after=3,
+    )
+    assert included == plain
+
+
+@pytest.mark.parametrize("key", [pytest.param("include", id="repeated"), "include[]"])
+def test_include_is_taken_under_either_key(gateway, key):
+    response = gateway.get(f"/responses/{DEMO_ID}", params={key: ["a.b", "c.d"]})
+    assert response.status_code == 200, response.text
+
+
+def _events(client: openai.OpenAI, response_id: str, **options) -> list:
+    return list(client.responses.retrieve(response_id, stream=True, **options))
+
+
+def test_openai_stream_ends_in_the_same_response(client):
+    events = _events(client, DEMO_ID)
+    assert events[-1].type == "response.completed"
+    assert events[-1].response == client.responses.retrieve(DEMO_ID)
+
+
+def test_openai_stream_deltas_add_up_to_the_stored_text(client):
+    deltas = [e.delta for e in _events(client, DEMO_ID) if e.type == "response.output_text.delta"]
+    assert len(deltas) > 1
+    assert "".join(deltas) == FIXTURE_TEXTS[DEMO_ID]
+
+
+def test_openai_stream_is_numbered_from_0_in_the_order_openai_streams_it(client):
+    events = _events(client, DEMO_ID)
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    kinds = [e.type for e in events]
+    assert kinds[:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert kinds[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert events[0].response.status == "in_progress" and events[0].response.output == []
+
+
+def test_incomplete_response_stream_ends_with_response_incomplete(client):
+    events = _events(client, INCOMPLETE_ID)
+    assert events[-1].type == "response.incomplete"
+    assert events[-1].response.incomplete_details.reason == "max_output_tokens"
+
+
+@pytest.mark.parametrize(
+    ("status", "last"),
+    [
+        pytest.param("failed", "response.failed", id="failed"),
+        pytest.param("cancelled", "response.failed", id="cancelled"),
+        pytest.param("in_progress", "response.in_progress", id="in-progress"),
+    ],
+)
+def test_stream_of_a_response_not_completed_ends_with_its_event(client, store, status, last):
+    stored = store.gateway.add_response(status=status)
+    events = _events(client, stored["id"])
+    assert (events[-1].type, events[-1].response.status) == (last, status)
+    assert events[-1].response == client.responses.retrieve(stored["id"])
+
+
+def test_stream_of_a_queued_response_is_one_queued_event(client, store):
+    stored = store.gateway.add_response(status="queued")
+    (event,) = _events(client, stored["id"])
+    assert (event.type, event.sequence_number, event.response.id) == (
+        "response.queued",
+        0,
+        stored["id"],
+    )
+
+
+def test_starting_after_streams_only_the_later_events(client):
+    every = _events(client, DEMO_ID)
+    later = _events(client, DEMO_ID, starting_after=5)
+    assert [e.sequence_number for e in later] == list(range(6, len(every)))
+    assert later == every[6:]
+
+
+def test_starting_after_the_last_event_streams_nothing(client):
+    last = _events(client, DEMO_ID)[-1].sequence_number
+    assert _events(client, DEMO_ID, starting_after=last) == []
+
+
+def test_stream_is_server_sent_events_naming_each_events_type(gateway):
+    response = gateway.get(f"/responses/{DEMO_ID}", params={"stream": "true"})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    blocks = response.text.strip("\n").split("\n\n")
+    for block in blocks:
+        event_line, data_line = block.split("\n")
+        assert (
+            event_line.removeprefix("event: ")
+            == json.loads(data_line.removeprefix("data: "))["type"]
+        )
+    assert "[DONE]" not in response.text
+
+
+# The two fields of a stored response the openai package does not declare (the source
+# document requires them; OpenAI-compatible clients keep them), inside an event.
+STREAM_EXTRAS = frozenset({"response.provider", "response.store"})
+
+
+def test_stream_events_validate_strictly_as_openai_stream_events(gateway, store):
+    for response_id in store.world.model_responses:
+        text = gateway.get(f"/responses/{response_id}", params={"stream": "true"}).text
+        for block in text.strip("\n").split("\n\n"):
+            data = block.split("\n")[1].removeprefix("data: ")
+            assert disagreements(ResponseStreamEvent, data, extras=STREAM_EXTRAS) == [], data
+
+
+def test_stream_is_the_same_bytes_every_time(gateway):
+    params = {"stream": "true"}
+    first = gateway.get(f"/responses/{DEMO_ID}", params=params).content
+    assert gateway.get(f"/responses/{DEMO_ID}", params=params).content == first
+
+
+def test_stream_of_an_unknown_id_is_the_404_error_body(gateway):
+    response = gateway.get("/responses/resp_nope", params={"stream": "true"})
+    assert_error(response, 404, 40407)
+
+
+@pytest.mark.platform_mock(expect_violations=True)
+@pytest.mark.parametrize(
+    "params",
+    [
+        pytest.param({"stream": "yes"}, id="stream-not-boolean"),
+        pytest.param({"starting_after": "-1"}, id="starting-after-negative"),
+        pytest.param({"starting_after": "one"}, id="starting-after-not-integer"),
+        pytest.param({"include_obfuscation": "maybe"}, id="obfuscation-not-boolean"),
+        pytest.param({"include": ""}, id="include-empty"),
+    ],
+)
+def test_a_retrieve_parameter_that_breaks_the_contract_is_400(gateway, params):
+    response = gateway.get(f"/responses/{DEMO_ID}", params=params)
+    body = assert_error(response, 400, 40001)
+    (name,) = params
+    assert {d["field"].removesuffix("[0]") for d in body["details"]} == {name}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(
+            {"type": "response.created", "sequence_number": 0, "output_index": 0},
+            id="breaks-its-schema",
+        ),
+        pytest.param({"type": "response.done", "sequence_number": 0}, id="unknown-type"),
+    ],
+)
+def test_a_streamed_event_that_breaks_the_contract_is_the_mocks_own_500(
+    gateway, monkeypatch, event
+):
+    # Response validation reads every event the mock sends, as it reads a JSON body.
+    monkeypatch.setattr(
+        render, "response_events", lambda response: [{**event, "response": response}]
+    )
+    response = gateway.get(f"/responses/{DEMO_ID}", params={"stream": "true"})
+    assert_error(response, 500, 50001)

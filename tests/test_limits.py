@@ -17,13 +17,22 @@ import httpx
 import pytest
 from connexion.json_schema import Draft4ResponseValidator, resolve_refs
 
-from mock_server import fixtures
+from mock_server import contract, fixtures
 from mock_server.fixtures import FixtureError
 from mock_server.state import Store
 from tests.conftest import assert_error
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{1,64}[a-z0-9]$")
 OPERATIONS = ("list-secret-deployments", "list-job-runs")
+OPERATION_IDS = {"list-secret-deployments": "listSecretDeployments", "list-job-runs": "listJobRuns"}
+
+
+def test_the_operations_checked_are_every_paginated_one_of_the_contract():
+    # An operation taking `limit` and `offset` pages: a new one must be added here.
+    paginated = {
+        op for op, o in contract.operations().items() if {"limit", "offset"} <= set(o.query)
+    }
+    assert paginated == {OPERATION_IDS[op] for op in OPERATIONS}
 
 
 def _page(api: httpx.Client, store, operation: str, params: dict[str, Any]) -> httpx.Response:

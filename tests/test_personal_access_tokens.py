@@ -134,3 +134,33 @@ def test_authenticating_with_a_token_records_its_last_use(api, server):
         again = ok(client.get(path("ci")))
     assert again["data"]["lastAccessedAt"] is not None
     assert again["data"]["lastAccessedAt"] >= issued["data"]["createdAt"]
+
+
+def test_a_revoked_tokens_name_gets_a_new_working_token(server, api, store):
+    first = ok(api.get(path("ci")))
+    store.tokens.revoke(user_id(store, ALICE), "ci")
+    second = ok(api.get(path("ci")))
+    assert second["created"] is True
+    assert second["token"] != first["token"]
+    assert second["data"]["id"] != first["data"]["id"]
+    with httpx.Client(base_url=server.url + CONTROL_PLANE) as client:
+        new = client.get(path("other"), headers={"Authorization": f"Bearer {second['token']}"})
+        old = client.get(path("other"), headers={"Authorization": f"Bearer {first['token']}"})
+    assert new.status_code == 200, new.text
+    assert_error(old, 401, 40105)
+    again = ok(api.get(path("ci")))
+    assert (again["created"], again["token"]) == (False, second["token"])
+
+
+def test_an_expired_tokens_name_gets_a_new_working_token(server, api, store):
+    first = ok(api.get(path("ci")))
+    token = store.world.tokens[(user_id(store, ALICE), "ci")]
+    store.sources.clock.set(token.expires_at)  # the moment it expires
+    second = ok(api.get(path("ci")))
+    assert second["created"] is True
+    assert second["data"]["isExpired"] is False
+    with httpx.Client(base_url=server.url + CONTROL_PLANE) as client:
+        new = client.get(path("other"), headers={"Authorization": f"Bearer {second['token']}"})
+        old = client.get(path("other"), headers={"Authorization": f"Bearer {first['token']}"})
+    assert new.status_code == 200, new.text
+    assert_error(old, 401, 40105)  # replaced: the world no longer holds it

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -155,7 +156,8 @@ def test_fault_applies_within_test(platform_mock):
 
 
 def test_fault_gone_in_next_test(platform_mock):
-    assert platform_mock.mock.faults.rules() == []
+    admin = {"Authorization": f"Bearer {platform_mock.admin_token}"}
+    assert httpx.get(platform_mock.admin_url + "/faults", headers=admin).json()["data"] == []
     llm_keys = platform_mock.store.secrets.group_named("llm-keys").resource.id
     legacy = platform_mock.store.secrets.group_named("legacy-vault").resource.id
     with platform_mock.client() as api:
@@ -163,6 +165,26 @@ def test_fault_gone_in_next_test(platform_mock):
         second = api.delete(f"/secret-groups/{legacy}", params={"forceDelete": "true"})
     assert first.status_code == 200, first.text
     assert second.status_code == 200, second.text
+
+
+def test_fault_armed_with_the_fixture(platform_mock):
+    platform_mock.fault("getOrCreatePersonalAccessToken", status=503, after=1, times=1)
+    shared["coordinates"] = (platform_mock.api_url, platform_mock.token)
+    assert caller(platform_mock)["subjectSlug"] == "alice@acme.example"
+
+
+def test_fault_gone_for_a_test_without_the_fixture():
+    api_url, token = shared["coordinates"]
+    headers = {"Authorization": f"Bearer {token}"}
+    statuses = [httpx.get(api_url + TOKENS, headers=headers).status_code for _ in range(2)]
+    assert statuses == [200, 200]
+
+
+def test_load_adds_records_to_the_world(platform_mock):
+    platform_mock.load({"users": [{"email": "erin@acme.example"}]})
+    assert caller(platform_mock, platform_mock.token_for("erin@acme.example"))["subjectSlug"] == (
+        "erin@acme.example"
+    )
 
 
 @pytest.mark.platform_mock(fixtures=["extra.yaml"])
@@ -183,6 +205,8 @@ def test_marker_fixtures_gone_next(platform_mock):
 @pytest.mark.platform_mock(seed=5)
 def test_marker_seed_changes_ids(platform_mock):
     assert platform_mock.store.identity.tenant.id == SEED_5_TENANT
+    assert platform_mock.store.seed == 5
+    assert caller(platform_mock)["subjectSlug"] == "alice@acme.example"
 
 
 def test_marker_seed_gone_next(platform_mock):
@@ -250,9 +274,12 @@ def passed(result: pytest.RunResult, *names: str) -> None:
     result.stdout.fnmatch_lines([f"*::{name} PASSED*" for name in names], consecutive=False)
 
 
-@pytest.fixture
-def behaviours(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> pytest.RunResult:
-    """One inner session of independent behaviours of the fixture and the marker."""
+@pytest.fixture(params=["own-mock", "under-run"])
+def behaviours(
+    pytester: pytest.Pytester, inner_runs: dict[str, InnerRun], request: pytest.FixtureRequest
+) -> pytest.RunResult:
+    """One inner session of independent behaviours of the fixture and the marker: with a
+    mock of its own, and under `platform-mock run`, whose mock lives in the run's process."""
 
     def run() -> InnerRun:
         pytester.makefile(".yaml", extra=EXTRA_YAML)
@@ -263,9 +290,23 @@ def behaviours(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> py
             SEED_0_TENANT=tenant_id(0),
             SEED_5_TENANT=tenant_id(5),
         )
-        return InnerRun(run_session(pytester, "-v", timeout=INNER_TIMEOUT))
+        if request.param == "own-mock":
+            return InnerRun(run_session(pytester, "-v", timeout=INNER_TIMEOUT))
+        return InnerRun(run_under_run(pytester, "-v"))
 
-    return run_once(inner_runs, "behaviours", run).result
+    return run_once(inner_runs, f"behaviours-{request.param}", run).result
+
+
+def run_under_run(pytester: pytest.Pytester, *options: str) -> pytest.RunResult:
+    """An inner session as `platform-mock run -- pytest` runs it (plugins loaded by name, as
+    `run_session` loads them)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        return pytester.run(
+            sys.executable, "-m", "mock_server", "run", "--",
+            sys.executable, "-m", "pytest", "-p", "mock_server.pytest_plugin", *options,
+            timeout=INNER_TIMEOUT,
+        )  # fmt: skip
 
 
 def contract_session(pytester: pytest.Pytester, *options: str, violation: bool = True) -> InnerRun:
@@ -327,7 +368,7 @@ def test_seeds_used_here_give_different_tenant_ids():
 
 
 def test_behaviour_session_fails_only_the_deliberately_failing_test(behaviours):
-    behaviours.assert_outcomes(passed=16, failed=1)
+    behaviours.assert_outcomes(passed=19, failed=1)
     behaviours.stdout.fnmatch_lines(["*::test_assert_called_failure_lists_closest FAILED*"])
 
 
@@ -395,6 +436,18 @@ def test_fault_is_gone_in_the_next_test(behaviours):
     passed(behaviours, "test_fault_applies_within_test", "test_fault_gone_in_next_test")
 
 
+def test_fault_is_gone_for_a_next_test_without_the_fixture(behaviours):
+    passed(
+        behaviours,
+        "test_fault_armed_with_the_fixture",
+        "test_fault_gone_for_a_test_without_the_fixture",
+    )
+
+
+def test_load_adds_a_fixture_documents_records(behaviours):
+    passed(behaviours, "test_load_adds_records_to_the_world")
+
+
 # -- the platform_mock marker ----------------------------------------------------------------
 
 
@@ -412,19 +465,23 @@ def test_marker_seed_changes_ids_for_that_test_only(behaviours):
 def test_report_option_writes_json_and_text(reported):
     assert set(reported.files) == {"report.json", "report.txt"}
     assert json.loads(reported.files["report.json"])["summary"]["requests"] == 2
-    assert reported.files["report.txt"].startswith("Contract report: 2 request(s), 1 contract")
+    lines = reported.files["report.txt"].splitlines()
+    assert lines[0].startswith("Contract check PASSED (no check was asked for): 1 of 2 request")
+    assert lines[1].startswith("Contract report: 2 request(s), 1 contract")
 
 
 def test_report_names_the_violating_request_and_its_test(reported):
     report = json.loads(reported.files["report.json"])
     assert report["summary"]["violations"] == 1
     violating = {
-        op: usage["violatingRequests"]
+        op: usage["violationGroups"]
         for op, usage in report["operations"].items()
-        if usage["violatingRequests"]
+        if usage["violationGroups"]
     }
     assert list(violating) == ["getOrCreatePersonalAccessToken"]
-    (request,) = violating["getOrCreatePersonalAccessToken"]
+    (group,) = violating["getOrCreatePersonalAccessToken"]
+    assert group["tests"] == {"test_contract.py::test_breaks_the_contract": 1}
+    (request,) = group["examples"]
     assert request["test"] == "test_contract.py::test_breaks_the_contract"
     assert request["request"] == f"GET {TOKENS_PATH}"
     assert request["query"] == {"bogus": ["1"]}
@@ -442,9 +499,10 @@ def test_terminal_summary_names_the_violating_request(reported):
         [
             "*platform mock contract report*",
             "Contract report: 2 request(s), 1 contract violation(s)*",
-            "*VIOLATION in test_contract.py::test_breaks_the_contract: "
-            f"GET {TOKENS_PATH} -> 400 *bogus*",
+            "*VIOLATION query bogus: 1 request(s) by test_contract.py::test_breaks_the_contract",
+            f"*e.g. GET {TOKENS_PATH} -> 400 *bogus*",
             "written to report.json, report.txt",
+            "platform mock: contract check PASSED (no check was asked for): 1 of 2 request(s)*",
         ]
     )
 

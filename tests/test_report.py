@@ -18,13 +18,18 @@ import pytest
 from mock_server import contract, report_files
 from mock_server.journal import Entry, Journal
 from mock_server.report import (
+    MAX_EXAMPLES,
+    MAX_RULES,
+    MAX_TESTS,
     MAX_VALUES,
-    MAX_VIOLATIONS,
+    OTHER_RULES,
     UNROUTED,
     ContractReport,
-    failures,
     gaps,
+    judge,
     percent,
+    reasons,
+    verdict_line,
 )
 from tests.test_catalog import send_example
 from tests.test_cli import start
@@ -151,7 +156,7 @@ def test_request_left_unanswered_is_counted_as_unanswered(report):
     assert result["operations"]["getOrCreatePersonalAccessToken"]["statuses"] == {"unanswered": 1}
 
 
-def test_violating_request_is_listed_in_full_with_its_test(report):
+def test_violating_request_is_kept_in_full_with_its_test_under_the_rule_it_broke(report):
     body = {"manifest": {"type": "model-version", "name": "m"}}
     details = [{"location": "body", "field": "manifest", "message": "'ml_repo' is required"}]
     result = fed(
@@ -171,7 +176,13 @@ def test_violating_request_is_listed_in_full_with_its_test(report):
     )
     stage = result["operations"]["stageArtifactVersion"]
     assert stage["violations"] == 1
-    assert stage["violatingRequests"] == [
+    (group,) = stage["violationGroups"]
+    assert (group["rule"], group["count"], group["tests"]) == (
+        "body manifest",
+        1,
+        {"tests/test_sdk.py::test_stage": 1},
+    )
+    assert group["examples"] == [
         {
             "test": "tests/test_sdk.py::test_stage",
             "request": "POST /api/svc/v1/artifact-versions/stage",
@@ -207,7 +218,7 @@ def test_platform_error_that_keeps_the_contract_is_no_violation(report, status, 
         ),
     )
     job_runs = result["operations"]["listJobRuns"]
-    assert (job_runs["calls"], job_runs["violations"], job_runs["violatingRequests"]) == (1, 0, [])
+    assert (job_runs["calls"], job_runs["violations"], job_runs["violationGroups"]) == (1, 0, [])
     assert result["summary"]["violations"] == 0
 
 
@@ -225,8 +236,8 @@ def test_large_offending_body_is_shown_cut_with_its_size(report):
         "listSecretDeployments", "/api/svc/v1/secrets/deployments", method="POST",
         body=body, status=400, code=40001, message="bad",
     )  # fmt: skip
-    shown = fed(report, offending)["operations"]["listSecretDeployments"]["violatingRequests"]
-    assert shown[0]["body"].endswith(f"... ({len(body)} bytes in all)")
+    shown = fed(report, offending)["operations"]["listSecretDeployments"]["violationGroups"]
+    assert shown[0]["examples"][0]["body"].endswith(f"... ({len(body)} bytes in all)")
 
 
 def test_report_says_when_the_journal_dropped_entries(report):
@@ -238,12 +249,55 @@ def test_report_says_when_the_journal_dropped_entries(report):
     assert "journal: dropped its 2 oldest entries" in text(report)
 
 
-def test_violation_list_is_capped_but_every_violation_is_counted(report):
-    result = fed(report, *(bogus_token_request() for _ in range(MAX_VIOLATIONS + 1)))
+def test_requests_that_broke_one_rule_are_counted_in_one_group_with_a_few_examples(report):
+    result = fed(report, *(bogus_token_request() for _ in range(MAX_EXAMPLES + 5)))
     tokens = result["operations"]["getOrCreatePersonalAccessToken"]
-    assert tokens["violations"] == MAX_VIOLATIONS + 1
-    assert len(tokens["violatingRequests"]) == MAX_VIOLATIONS
-    assert report.violation_count == MAX_VIOLATIONS + 1
+    (group,) = tokens["violationGroups"]
+    assert (tokens["violations"], group["count"]) == (MAX_EXAMPLES + 5, MAX_EXAMPLES + 5)
+    assert len(group["examples"]) == MAX_EXAMPLES
+    assert report.violation_count == MAX_EXAMPLES + 5
+
+
+def test_rule_of_an_item_names_the_field_without_its_index(report):
+    details = [
+        {"location": "body", "field": f"secretIds[{i}]", "message": "is too long"} for i in range(3)
+    ]
+    offending = entry(
+        "listSecretDeployments", "/api/svc/v1/secrets/deployments", method="POST",
+        status=400, code=40001, message="bad", details=details,
+    )  # fmt: skip
+    groups = fed(report, offending)["operations"]["listSecretDeployments"]["violationGroups"]
+    assert [(g["rule"], g["count"]) for g in groups] == [("body secretIds[]", 1)]
+
+
+def test_rules_past_the_cap_are_counted_as_one(report):
+    floods = [
+        token_request(
+            status=400,
+            code=40001,
+            message="bad",
+            query={f"made-up-{i}": ["1"]},
+            details=[{"location": "query", "field": f"made-up-{i}", "message": "unknown"}],
+        )
+        for i in range(MAX_RULES + 7)
+    ]
+    tokens = fed(report, *floods)["operations"]["getOrCreatePersonalAccessToken"]
+    groups = {g["rule"]: g["count"] for g in tokens["violationGroups"]}
+    assert len(groups) == MAX_RULES + 1
+    assert groups[OTHER_RULES] == 7
+    assert sum(groups.values()) == tokens["violations"] == MAX_RULES + 7
+
+
+def test_tests_past_the_cap_are_counted_not_named(report):
+    result = fed(report, *(bogus_token_request(f"t.py::test_{i}") for i in range(MAX_TESTS + 4)))
+    (group,) = result["operations"]["getOrCreatePersonalAccessToken"]["violationGroups"]
+    assert (len(group["tests"]), group["otherTests"]) == (MAX_TESTS, 4)
+
+
+def test_a_request_without_violations_listed_is_grouped_by_its_condition(report):
+    result = fed(report, unrouted_request())
+    (group,) = result["operations"][UNROUTED]["violationGroups"]
+    assert group["rule"] == "40401: No route for this path"
 
 
 # -- parameters ------------------------------------------------------------------------------
@@ -394,17 +448,53 @@ def test_absorbed_report_with_an_unrouted_request_merges(report):
     [
         pytest.param(False, None, [], id="nothing-asked"),
         pytest.param(
-            True, None, ["1 request(s) broke the contract (--fail-on-violation)"], id="violation"
+            True, None, ["1 of 2 request(s) broke the contract (--fail-on-violation)"],
+            id="violation",
         ),
         pytest.param(False, 50.0, ["contract coverage"], id="below-min-coverage"),
         pytest.param(False, 0.0, [], id="at-min-coverage"),
     ],
-)
-def test_failures_name_each_check_that_failed(report, fail_on_violation, min_coverage, expected):
-    result = fed(report, bogus_token_request())
-    reasons = failures(result, fail_on_violation=fail_on_violation, min_coverage=min_coverage)
-    assert len(reasons) == len(expected)
-    assert all(reason.startswith(start) for reason, start in zip(reasons, expected, strict=True))
+)  # fmt: skip
+def test_verdict_names_each_check_that_failed(report, fail_on_violation, min_coverage, expected):
+    result = fed(report, token_request(), bogus_token_request())
+    verdict = judge(result, fail_on_violation=fail_on_violation, min_coverage=min_coverage)
+    failing = reasons(verdict)
+    assert verdict["passed"] is not expected
+    assert len(failing) == len(expected)
+    assert all(reason.startswith(start) for reason, start in zip(failing, expected, strict=True))
+
+
+def test_verdict_fails_on_violation_when_no_request_was_checked(report):
+    verdict = judge(report.to_dict(), fail_on_violation=True, min_coverage=None)
+    assert reasons(verdict) == [
+        "no request reached the mock, so no request was checked (--fail-on-violation)"
+    ]
+
+
+def test_verdict_of_a_failed_command_fails(report):
+    verdict = judge(
+        fed(report, token_request()), fail_on_violation=False, min_coverage=None,
+        command="the command (pytest) exited with status 1",
+    )  # fmt: skip
+    assert verdict_line(verdict).startswith(
+        "FAILED: the command (pytest) exited with status 1; 0 of 1 request(s)"
+    )
+
+
+def test_verdict_without_checks_says_what_would_have_failed(report):
+    verdict = judge(fed(report, bogus_token_request()), fail_on_violation=False, min_coverage=None)
+    assert verdict_line(verdict).startswith(
+        "PASSED (no check was asked for): 1 of 1 request(s) broke the contract; not checked "
+        "(--fail-on-violation would fail on any)"
+    )
+
+
+def test_verdict_names_options_with_the_prefix_given(report):
+    verdict = judge(
+        report.to_dict(), fail_on_violation=False, min_coverage=10,
+        option_prefix="--platform-mock-",
+    )  # fmt: skip
+    assert "below --platform-mock-min-coverage 10%" in verdict_line(verdict)
 
 
 def test_gaps_name_what_each_operation_never_exercised(report):
@@ -423,8 +513,8 @@ def test_unrouted_request_is_reported_under_no_operation(report):
     unrouted = result["operations"][UNROUTED]
     assert UNROUTED == "(no operation)"
     assert (unrouted["calls"], unrouted["statuses"], unrouted["violations"]) == (1, {"404": 1}, 1)
-    assert unrouted["violatingRequests"][0]["request"] == "GET /api/svc/v1/nope"
-    assert unrouted["violatingRequests"][0]["code"] == 40401
+    (example,) = unrouted["violationGroups"][0]["examples"]
+    assert (example["request"], example["code"]) == ("GET /api/svc/v1/nope", 40401)
     assert unrouted["parametersNotExercised"] == []
 
 
@@ -469,20 +559,21 @@ def test_text_first_line_gives_the_counts(report):
     )
 
 
-def test_text_names_each_violating_request_with_its_test(report):
+def test_text_names_each_rule_broken_with_its_tests_and_a_request(report):
     fed(report, token_request(), bogus_token_request("tests/a.py::test_a"), unrouted_request())
     lines = text(report).splitlines()
-    assert f"    VIOLATION in tests/a.py::test_a: GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}" in lines
+    found = lines.index("    VIOLATION query bogus: 1 request(s) by tests/a.py::test_a")
+    assert lines[found + 1] == f"      e.g. GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}"
     assert (
-        "    VIOLATION in tests/test_client.py::test_typo: GET /api/svc/v1/nope -> 404 "
-        "No route for GET /api/svc/v1/nope" in lines
+        "    VIOLATION 40401: No route for this path: 1 request(s) by "
+        "tests/test_client.py::test_typo" in lines
     )
     assert sum("VIOLATION" in line for line in lines) == 2
 
 
-def test_text_names_a_violating_request_sent_outside_any_test(report):
+def test_text_names_a_rule_broken_outside_any_test(report):
     fed(report, bogus_token_request(test=None))
-    assert f"    VIOLATION: GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}" in text(report).splitlines()
+    assert "    VIOLATION query bogus: 1 request(s)" in text(report).splitlines()
 
 
 def test_text_lists_what_called_operations_never_exercised(report):
@@ -543,16 +634,17 @@ def test_serve_writes_every_format_into_the_report_directory_when_stopped(served
     written = [path.with_suffix(suffix) for suffix in (".json", ".txt", ".xml", ".md")]
     assert all(file.is_file() for file in written)
     assert f"contract report written to {', '.join(map(str, written))}" in stopped.stdout
-    assert (
-        path.with_suffix(".txt").read_text().startswith("Contract report: 2 request(s), 1 contract")
-    )
+    lines = path.with_suffix(".txt").read_text().splitlines()
+    assert lines[0].startswith("Contract check PASSED (no check was asked for): 1 of 2 request")
+    assert lines[1].startswith("Contract report: 2 request(s), 1 contract")
 
 
 def test_serve_report_names_the_request_that_broke_the_contract(served_report):
     path, _ = served_report
     report = json.loads(path.read_text())
     assert report["summary"]["violations"] == 1
-    (violation,) = report["operations"]["getOrCreatePersonalAccessToken"]["violatingRequests"]
+    (group,) = report["operations"]["getOrCreatePersonalAccessToken"]["violationGroups"]
+    (violation,) = group["examples"]
     assert violation["request"] == f"GET {TOKENS_PATH}"
     assert violation["query"] == {"bogus": ["1"]}
     assert (violation["status"], violation["code"]) == (400, 40001)
@@ -562,7 +654,10 @@ def test_serve_report_names_the_request_that_broke_the_contract(served_report):
 def test_serve_with_a_violation_exits_0_without_fail_on_violation(served_report):
     _, stopped = served_report
     assert stopped.returncode == 0, stopped.stderr
-    assert "platform-mock: 1 request(s) broke the contract" in stopped.stderr
+    assert (
+        "platform-mock: contract check PASSED (no check was asked for): 1 of 2 request(s) "
+        "broke the contract; not checked" in stopped.stderr
+    )
 
 
 def test_fail_on_violation_exits_1_after_a_violation(tmp_path):
@@ -570,7 +665,10 @@ def test_fail_on_violation_exits_1_after_a_violation(tmp_path):
         "--report", str(tmp_path / "report.json"), "--fail-on-violation", bogus=True
     )
     assert stopped.returncode == 1, stopped.stderr
-    assert "platform-mock: 1 request(s) broke the contract" in stopped.stderr
+    assert (
+        "platform-mock: contract check FAILED: 1 of 2 request(s) broke the contract "
+        "(--fail-on-violation)" in stopped.stderr
+    )
 
 
 def test_fail_on_violation_exits_0_when_every_request_kept_the_contract(tmp_path):
@@ -578,7 +676,7 @@ def test_fail_on_violation_exits_0_when_every_request_kept_the_contract(tmp_path
         "--report", str(tmp_path / "report.json"), "--fail-on-violation", bogus=False
     )
     assert stopped.returncode == 0, stopped.stderr
-    assert "broke the contract" not in stopped.stderr
+    assert "contract check PASSED: 0 of 1 request(s) broke the contract" in stopped.stderr
     assert json.loads((tmp_path / "report.json").read_text())["summary"]["violations"] == 0
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mock_server import contract, report_files
-from mock_server.report import ContractReport
+from mock_server.report import ContractReport, judge
 from mock_server.report_files import TargetError, targets
 from tests.test_report import bogus_token_request, entry, token_request
 
@@ -93,44 +93,107 @@ def test_write_puts_each_format_at_its_path(report: dict, tmp_path: Path):
 # -- JUnit XML -------------------------------------------------------------------------------
 
 
+def judged(report: dict, **checks) -> dict:
+    """The report with its verdict, as a run writes it."""
+    options = {"fail_on_violation": False, "min_coverage": None, **checks}
+    return {"verdict": judge(report, **options), **report}
+
+
 def cases(report: dict) -> dict[str, ET.Element]:
     root = ET.fromstring(report_files.junit(report))
     return {case.get("name", ""): case for case in root.iter("testcase")}
 
 
-def test_junit_has_a_case_per_operation_and_documented_status(report: dict):
+def test_junit_validates_against_the_junit_schema(report: dict, junit_schema):
+    junit_schema.validate(report_files.junit(judged(report, fail_on_violation=True)))
+
+
+def test_junit_with_every_kind_of_case_validates_against_the_junit_schema(junit_schema):
+    accumulated = ContractReport(contract.operations())
+    accumulated.add(bogus_token_request())
+    accumulated.add(entry(None, "/api/svc/v1/\x00\x1b[31m\ufffe", status=404, code=40401))
+    checked = judged(accumulated.to_dict(), fail_on_violation=True, min_coverage=99)
+    junit_schema.validate(report_files.junit(checked))
+
+
+def test_junit_has_a_case_per_operation_and_one_per_rule_broken(report: dict):
     names = set(cases(report))
-    for op in contract.operations().values():
-        assert {f"{op.operation_id} returns {s}" for s in op.statuses} <= names
+    assert names == {
+        *(f"{op} keeps the contract" for op in contract.operations()),
+        "getOrCreatePersonalAccessToken: query bogus",
+    }
 
 
-def test_junit_status_returned_passes_and_one_never_returned_is_skipped(report: dict):
-    found = cases(report)
-    assert list(found["getOrCreatePersonalAccessToken returns 200"]) == []
-    (skipped,) = found["getOrCreatePersonalAccessToken returns 401"]
-    assert (skipped.tag, skipped.get("message")) == ("skipped", "no request was answered 401")
+def test_junit_case_names_are_the_same_whatever_the_ids_in_the_requests():
+    def run(job: str) -> set[str]:
+        accumulated = ContractReport(contract.operations())
+        accumulated.add(
+            entry(
+                "listJobRuns",
+                f"/api/svc/v1/jobs/{job}/runs",
+                status=400,
+                code=40001,
+                query={"limit": ["0"]},
+                path_params={"jobId": job},
+                details=[{"location": "query", "field": "limit", "message": "too small"}],
+            )
+        )
+        return set(cases(accumulated.to_dict()))
+
+    assert run("application-0000000000000001") == run("application-00000000000000ff")
 
 
-def test_junit_fails_a_case_per_violation_naming_the_request(report: dict):
-    failed = [case for case in cases(report).values() if case.find("failure") is not None]
-    (case,) = failed
+def test_junit_skips_only_the_operations_never_called(report: dict):
+    skipped = [name for name, case in cases(report).items() if case.find("skipped") is not None]
+    assert sorted(skipped) == sorted(
+        f"{op} keeps the contract"
+        for op in contract.operations()
+        if op != "getOrCreatePersonalAccessToken"
+    )
+
+
+def test_junit_fails_the_rule_broken_naming_its_tests_and_requests(report: dict):
+    case = cases(report)["getOrCreatePersonalAccessToken: query bogus"]
     failure = case.find("failure")
     assert failure is not None
     assert case.get("classname") == "contract.getOrCreatePersonalAccessToken"
-    assert "GET /api/svc/v1/personal-access-tokens/ci -> 400" in failure.get("message", "")
-    assert 'query: {"bogus": ["1"]}' in (failure.text or "")
+    assert failure.get("message") == "1 request(s) broke query bogus"
     assert "sent by tests/test_client.py::test_it" in (failure.text or "")
+    assert "GET /api/svc/v1/personal-access-tokens/ci -> 400" in (failure.text or "")
+    assert 'query: {"bogus": ["1"]}' in (failure.text or "")
+
+
+@pytest.mark.parametrize(
+    ("checks", "name"),
+    [
+        pytest.param(
+            {"fail_on_violation": True}, "no request breaks the contract", id="violations"
+        ),
+        pytest.param(
+            {"min_coverage": 50.0}, "the contract coverage reaches --min-coverage", id="coverage"
+        ),
+    ],
+)
+def test_junit_fails_a_case_for_each_failing_check(report: dict, checks: dict, name: str):
+    case = cases(judged(report, **checks))[name]
+    assert case.get("classname") == "contract.verdict"
+    assert case.find("failure") is not None
+
+
+def test_junit_passes_a_check_that_passed(report: dict):
+    case = cases(judged(report, min_coverage=0.0))["the contract coverage reaches --min-coverage"]
+    assert list(case) == []
 
 
 def test_junit_counts_match_its_cases(report: dict):
-    root = ET.fromstring(report_files.junit(report))
+    root = ET.fromstring(report_files.junit(judged(report, fail_on_violation=True)))
     suite = root.find("testsuite")
     assert suite is not None
     all_cases = list(suite.iter("testcase"))
     assert int(suite.get("tests", "")) == len(all_cases)
     assert int(suite.get("failures", "")) == sum(c.find("failure") is not None for c in all_cases)
     assert int(suite.get("skipped", "")) == sum(c.find("skipped") is not None for c in all_cases)
-    assert root.get("tests") == suite.get("tests")
+    assert (root.get("tests"), root.get("failures")) == (suite.get("tests"), suite.get("failures"))
 
 
 def test_junit_stays_well_formed_with_control_characters_in_a_request():
@@ -146,37 +209,102 @@ def test_junit_stays_well_formed_with_control_characters_in_a_request():
     )
     root = ET.fromstring(report_files.junit(accumulated.to_dict()))  # raises if malformed
     failure = root.find(".//failure")
-    assert failure is not None and "\\x00\\x1b[31m" in failure.get("message", "")
+    assert failure is not None and "\\x00\\x1b[31m" in (failure.text or "")
 
 
 # -- Markdown --------------------------------------------------------------------------------
 
 
 def test_markdown_has_a_table_row_per_operation(report: dict):
-    rows = [line for line in report_files.markdown(report).splitlines() if line.startswith("| ")]
-    assert len(rows) == 1 + len(contract.operations())  # the header, then each operation
+    lines = report_files.markdown(report).splitlines()
+    header = lines.index(
+        "| Operation | Calls | Coverage | Statuses returned | Never exercised | Violations |"
+    )
+    rows = [line for line in lines[header + 2 :] if line.startswith("| ")]
+    assert len(rows[: len(contract.operations())]) == len(contract.operations())
+    assert all(f"`{op}`" in row for op, row in zip(contract.operations(), rows, strict=False))
 
 
-def test_markdown_heading_gives_coverage_and_violations(report: dict):
-    percent = report["summary"]["coverage"]["percent"]
-    first = report_files.markdown(report).splitlines()[0]
-    assert first == f"### Platform API contract: coverage {percent}%, 1 violation(s)"
+@pytest.mark.parametrize(
+    ("checks", "heading"),
+    [
+        pytest.param({}, "### Platform API contract: ✅ PASSED", id="nothing-asked"),
+        pytest.param(
+            {"fail_on_violation": True}, "### Platform API contract: ❌ FAILED", id="violation"
+        ),
+    ],
+)
+def test_markdown_opens_with_the_verdict(report: dict, checks: dict, heading: str):
+    assert report_files.markdown(judged(report, **checks)).splitlines()[0] == heading
 
 
-def test_markdown_escapes_what_a_client_sent():
+def test_markdown_lists_each_check_with_its_outcome(report: dict):
+    lines = report_files.markdown(judged(report, fail_on_violation=True, min_coverage=0.0))
+    assert "- ❌ 1 of 2 request(s) broke the contract (--fail-on-violation)" in lines
+    assert any(line.startswith("- ✅ contract coverage") for line in lines.splitlines())
+
+
+def test_markdown_names_the_rule_broken_and_the_test(report: dict):
+    shown = report_files.markdown(report)
+    assert (
+        "| `getOrCreatePersonalAccessToken` | `query bogus` | 1 | "
+        "`tests/test_client.py::test_it` |" in shown
+    )
+
+
+def test_markdown_keeps_what_a_client_sent_in_code_spans():
     accumulated = ContractReport(contract.operations())
     accumulated.add(
         entry(
             None,
-            "/api/svc/v1/a|b<script>",
+            "/api/svc/v1/a|b<script>@team",
             status=404,
             code=40401,
-            message="No route for GET /api/svc/v1/a|b<script>",
+            message="No route for GET /api/svc/v1/a|b<script>@team",
         )
     )
     shown = report_files.markdown(accumulated.to_dict())
-    assert "<script>" not in shown
-    assert "a\\|b&lt;script&gt;" in shown
+    assert "`GET /api/svc/v1/a\\|b<script>@team -> 404 No route for GET" in shown
+    assert all("<script>" not in part for part in shown.split("`")[::2])  # outside code spans
+
+
+# -- sizes on a bad day --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flood() -> dict:
+    """3,500 requests that broke the contract, each its own way, from 700 tests."""
+    accumulated = ContractReport(contract.operations())
+    for i in range(3500):
+        accumulated.add(
+            token_request(
+                status=400,
+                code=40001,
+                message="bad " + "x" * 2000,
+                query={f"k{i}": ["v" * 500]},
+                details=[{"location": "query", "field": f"k{i % 40}", "message": "y" * 2000}],
+                body=b'{"a": "' + b"z" * 60_000 + b'"}',
+                test=f"tests/test_{i % 700}.py::test_it",
+            )
+        )
+    return judged(accumulated.to_dict(), fail_on_violation=True)
+
+
+def test_flood_json_counts_every_violation_in_a_few_hundred_kib(flood: dict):
+    written = report_files.to_json(flood)
+    assert json.loads(written)["summary"]["violations"] == 3500
+    assert len(written.encode()) < 300 * 1024
+
+
+def test_flood_step_summary_stays_far_under_githubs_limit(flood: dict):
+    assert len(report_files.markdown(flood).encode()) < 100 * 1024
+
+
+def test_flood_annotations_are_ten_short_lines_at_most(flood: dict):
+    found = report_files.error_annotations(flood)
+    assert len(found) <= report_files.MAX_ANNOTATIONS
+    assert all(len(line) < 2000 and "\n" not in line for line in found)
+    assert "more rule(s) broken" in found[-1]
 
 
 # -- GitHub ----------------------------------------------------------------------------------
@@ -189,13 +317,24 @@ def test_github_appends_the_markdown_to_the_job_summary(report: dict, tmp_path: 
     assert summary.read_text() == "before\n" + report_files.markdown(report)
 
 
-def test_github_annotates_each_violation_under_actions(report: dict):
+def test_github_annotates_each_rule_broken_under_actions(report: dict):
     (annotation,) = report_files.github(report, {"GITHUB_ACTIONS": "true"})
     assert annotation.startswith(
         "::error title=Contract violation%3A getOrCreatePersonalAccessToken::"
-        "GET /api/svc/v1/personal-access-tokens/ci -> 400"
+        "1 request(s) broke query bogus, sent by tests/test_client.py::test_it%0Ae.g. GET "
     )
-    assert "\n" not in annotation and "%0A" in annotation  # one line, its lines escaped
+    assert "\n" not in annotation
+
+
+def test_github_annotates_each_failing_check_first(report: dict):
+    found = report_files.github(
+        judged(report, fail_on_violation=True, min_coverage=90.0), {"GITHUB_ACTIONS": "true"}
+    )
+    assert [line.split("::")[1] for line in found] == [
+        "error title=Platform API contract%3A FAILED",
+        "error title=Platform API contract%3A FAILED",
+        "error title=Contract violation%3A getOrCreatePersonalAccessToken",
+    ]
 
 
 def test_github_does_nothing_outside_actions(report: dict):

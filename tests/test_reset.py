@@ -9,6 +9,7 @@ import pytest
 from mock_server import MockConfig, PlatformMock
 from mock_server.fixtures import check, dump
 from mock_server.state import Store
+from mock_server.state.store import MAX_SNAPSHOTS
 
 RUN = {"status": "RUNNING", "createdAt": "2026-01-01T00:00:00Z"}
 
@@ -154,3 +155,50 @@ def test_a_copied_world_finds_its_own_subjects_by_name(store):
     alice = copy.subject_names[("user", "alice@acme.example")]
     assert alice is copy.subjects[("user", alice.id)]
     assert alice is not store.world.subjects[("user", alice.id)]
+
+
+# -- a snapshot per world: seed and extra documents ---------------------------------------------
+
+DORA = {"users": [{"email": "dora@acme.example"}]}
+
+
+@pytest.mark.parametrize(
+    "reset",
+    [
+        pytest.param({"seed": 7}, id="another-seed"),
+        pytest.param({"extra": [check(DORA, "dora.yaml")]}, id="extra-document"),
+        pytest.param({"seed": 0}, id="the-same-seed"),
+    ],
+)
+def test_a_world_built_once_is_restored_without_applying_a_document(reset, monkeypatch):
+    mock = PlatformMock()
+    mock.reset(**reset)
+    built = dump(mock.store)
+    mock.reset()
+    applied = []
+    monkeypatch.setattr("mock_server.fixtures.apply_document", lambda *a: applied.append(a))
+    mock.reset(**reset)
+    assert (applied, dump(mock.store)) == ([], built)
+
+
+def test_extra_documents_of_another_content_build_another_world():
+    mock = PlatformMock()
+    mock.reset(extra=[check(DORA, "dora.yaml")])
+    mock.reset(extra=[check({"users": [{"email": "erin@acme.example"}]}, "erin.yaml")])
+    emails = {subject.slug for subject in mock.store.world.subjects.values()}
+    assert "erin@acme.example" in emails and "dora@acme.example" not in emails
+
+
+def test_a_restored_world_is_a_new_world_of_token_ids():
+    mock = PlatformMock()
+    mock.reset(seed=7)
+    generation = mock.store.generation
+    mock.reset(seed=7)
+    assert mock.store.generation == generation + 1
+
+
+def test_the_snapshots_kept_are_bounded():
+    mock = PlatformMock()
+    for seed in range(MAX_SNAPSHOTS + 5):
+        mock.reset(seed=seed)
+    assert len(mock.store._snapshots) == MAX_SNAPSHOTS

@@ -149,13 +149,19 @@ def test_a_command_where_none_belongs_or_none_where_one_does_is_a_usage_error(
 def test_violation_without_fail_on_violation_keeps_the_commands_status(violating):
     done, _ = violating
     assert done.returncode == 0, done.stderr
-    assert "platform-mock: 1 request(s) broke the contract" in done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        "platform-mock: contract check PASSED: the command passed; 1 of 2 request(s) broke the "
+        "contract; not checked (--fail-on-violation would fail on any); contract coverage "
+    )
 
 
 def test_fail_on_violation_fails_a_passing_command_that_broke_the_contract():
     done = run("--fail-on-violation", command=caller(bogus=True))
     assert done.returncode == 1, done.stderr
-    assert "1 request(s) broke the contract (--fail-on-violation)" in done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        "platform-mock: contract check FAILED: 1 of 2 request(s) broke the contract "
+        "(--fail-on-violation); the command passed"
+    )
 
 
 def test_fail_on_violation_keeps_a_failing_commands_own_status():
@@ -166,7 +172,9 @@ def test_fail_on_violation_keeps_a_failing_commands_own_status():
 def test_min_coverage_fails_a_passing_command_naming_what_was_never_exercised():
     done = run("--min-coverage", "90", command=caller())
     assert done.returncode == 1, done.stderr
-    assert "contract coverage" in done.stderr and "is below --min-coverage 90%" in done.stderr
+    verdict = done.stderr.splitlines()[-1]
+    assert verdict.startswith("platform-mock: contract check FAILED: contract coverage ")
+    assert "below --min-coverage 90%" in verdict
     assert "never called: generateRoleBindingManifests" in done.stderr
 
 
@@ -212,7 +220,7 @@ def test_markdown_goes_to_the_github_job_summary(tmp_path: Path):
         env={**environment(), "GITHUB_STEP_SUMMARY": str(summary)},
     )
     assert done.returncode == 0, done.stderr
-    assert summary.read_text().startswith("### Platform API contract: coverage ")
+    assert summary.read_text().startswith("### Platform API contract: ✅ PASSED\n")
 
 
 # -- signals ---------------------------------------------------------------------------------

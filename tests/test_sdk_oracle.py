@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ import openai
 import pydantic
 import pytest
 from openai.types.responses import Response
+from pydantic import v1
 from truefoundry_sdk import TrueFoundry
 from truefoundry_sdk import types as sdk
 from truefoundry_sdk.core.api_error import ApiError
@@ -244,14 +246,24 @@ ORACLES: dict[str, Oracle] = {
 }
 
 
+# The platform's library (`truefoundry`, not installed here): the models of the operations
+# only it reads are checked in its own environment (tests/test_truefoundry_library.py).
+LIBRARY = "truefoundry."
+
+
 def _from_catalog(operation_id: str) -> Oracle | None:
-    """The oracle of an operation the catalog names a client model for: its example's body,
+    """The oracle of an operation the catalog names a client model for: its example's body
+    (or the body's field the model reads: the rest of the body must be that field alone),
     and the example with an unknown query parameter as the documented error (400)."""
     entry = catalog.CATALOG[operation_id]
-    if not entry.client_model or entry.example is None:
+    if not entry.client_model or entry.example is None or entry.client_model.startswith(LIBRARY):
         return None
     module, _, name = entry.client_model.partition(":")
     model = getattr(importlib.import_module(module), name)
+    if entry.client_field:
+        model = pydantic.create_model(
+            f"{name}Envelope", __base__=_Envelope, **{entry.client_field: (model, ...)}
+        )
     operation = contract.operations()[operation_id]
     example = entry.example
 
@@ -293,8 +305,24 @@ def test_a_client_model_named_in_the_catalog_makes_an_oracle(world, monkeypatch)
 
 
 def test_every_operation_of_the_contract_has_an_oracle():
-    # Written here for the first eight; any other names its client model in its catalog entry.
-    assert sorted(ORACLES) == sorted(contract.operations())
+    # Written here for the first eight; any other names its client model in its catalog
+    # entry: the SDK's, checked here, or the platform library's, checked in its environment.
+    library = {op for op, e in catalog.PLATFORM.items() if e.client_model.startswith(LIBRARY)}
+    assert sorted(ORACLES) == sorted(set(contract.operations()) - library)
+    assert not set(ORACLES) & library
+
+
+def test_a_client_model_of_a_field_reads_that_field_and_no_other(world, monkeypatch):
+    entry = dataclasses.replace(
+        catalog.CATALOG["getSession"], client_model="truefoundry_sdk.types:Session"
+    )
+    monkeypatch.setitem(catalog.CATALOG, "getSession", entry)
+    oracle = _from_catalog("getSession")
+    assert oracle is not None
+    (body,) = oracle.bodies(world)
+    assert disagreements(oracle.model, body) == []
+    widened = json.dumps({**json.loads(body), "tenantInfo": {"tenantName": "acme"}})
+    assert disagreements(oracle.model, widened) == ["tenantInfo: not a field of SessionEnvelope"]
 
 
 @pytest.fixture(params=["default", "generated"])
@@ -428,6 +456,21 @@ def test_sdk_stages_a_model_version(client, store):
     assert store.world.artifact_versions[staged.id].manifest["name"] == "sdk-model"
 
 
+def test_sdk_marks_a_staged_version_failed(client, store):
+    manifest = sdk.ArtifactManifest(
+        name="sdk-failed", ml_repo="demo-repo", metadata={}, source=sdk.TrueFoundryManagedSource()
+    )
+    staged = client.artifact_versions.stage(manifest=manifest)
+    client.artifact_versions.mark_stage_failure(id=staged.id)
+    assert store.world.artifact_versions[staged.id].failed
+
+
+def test_sdk_mark_stage_failure_of_an_unknown_version_is_its_api_error_404(client):
+    with pytest.raises(ApiError) as raised:
+        client.artifact_versions.mark_stage_failure(id="00000000-0000-4000-8000-000000000000")
+    assert raised.value.status_code == 404
+
+
 def test_sdk_stage_in_an_unknown_repo_is_its_api_error_404(client):
     manifest = sdk.ArtifactManifest(
         name="x", ml_repo="nope", metadata={}, source=sdk.TrueFoundryManagedSource()
@@ -552,3 +595,29 @@ def test_a_world_at_the_fixture_bounds_is_served_and_read_by_the_sdk(mock, api, 
     response = gateway.get("/responses/resp_edge")
     assert response.status_code == 200, response.text
     assert disagreements(Response, response.content, extras=frozenset({"provider", "store"})) == []
+
+
+# -- the platform library's models are pydantic's v1 models: read as strictly ---------------
+
+
+class _V1Config(v1.BaseModel):
+    class Config:
+        allow_population_by_field_name = True
+
+    min_version: str = v1.Field(alias="minVersion")
+    flag: bool | None = v1.Field(alias="useIt", default=False)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param('{"minVersion": "1.0", "useIt": true}', [], id="agrees"),
+        pytest.param('{"useIt": true}', ["minVersion: field required"], id="missing"),
+        pytest.param('{"minVersion": 1}', ["minVersion: 1 coerced into str '1'"], id="coerced"),
+        pytest.param(
+            '{"minVersion": "1", "other": 2}', ["other: not a field of _V1Config"], id="extra"
+        ),
+    ],
+)
+def test_the_oracle_reads_a_v1_model_as_strictly(body, expected):
+    assert disagreements(_V1Config, body) == expected

@@ -7,6 +7,7 @@ reporting's v1 mounted OPENAI_API_KEY but its active version 2 references no sec
 
 from __future__ import annotations
 
+import copy
 import json
 from datetime import datetime
 
@@ -355,3 +356,28 @@ def test_unknown_body_field_is_400(api, store):
     response = api.post(PATH, json={"secretIds": _all_secret_ids(store), "secretId": "x"})
     error = assert_error(response, 400, 40001)
     assert [d["field"] for d in error["details"]] == ["secretId"]
+
+
+def test_manifest_resources_carry_ephemeral_storage_at_the_sdks_defaults(api, store):
+    # trainer's manifest gives cpu and memory only (fixtures/default.yaml).
+    secret_ids = [s for g in store.world.secret_groups.values() for s in g.secrets]
+    body = api.post("/secrets/deployments", json={"secretIds": secret_ids}).json()
+    with_resources = [
+        d["manifest"]["resources"] for d in body["data"] if "resources" in d["manifest"]
+    ]
+    assert with_resources
+    for resources in with_resources:
+        assert resources["ephemeral_storage_request"] == 1000
+        assert resources["ephemeral_storage_limit"] == 2000
+
+
+def test_ephemeral_storage_a_manifest_gives_is_kept(store):
+    application = store.deployments.application_named("trainer")
+    manifest = copy.deepcopy(store.world.deployments[application.deployment_ids[1]].manifest)
+    manifest["resources"] = {"cpu_request": 1, "ephemeral_storage_limit": 5000}
+    deployment = store.deployments.add_deployment(application, manifest)
+    assert deployment.manifest["resources"] == {
+        "cpu_request": 1,
+        "ephemeral_storage_limit": 5000,
+        "ephemeral_storage_request": 1000,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import uuid
 
 import pytest
 
@@ -289,3 +290,18 @@ def test_required_field_given_null_is_400_and_stages_nothing(api, store, field):
     body = assert_error(stage(api, manifest(MODEL, **{field: None})), 400, 40001)
     assert [d["field"] for d in body["details"]] == [f"manifest.{field}"]
     assert version_count(store) == before
+
+
+def test_staged_version_id_is_a_uuid_as_the_platforms_library_reads_it(api):
+    staged = api.post(STAGE, json={"manifest": manifest()}).json()
+    assert str(uuid.UUID(staged["id"])) == staged["id"]
+
+
+def test_staged_version_ids_follow_the_seed(api, mock):
+    first = api.post(STAGE, json={"manifest": manifest()}).json()["id"]
+    mock.reset()
+    assert api.post(STAGE, json={"manifest": manifest()}).json()["id"] == first
+    mock.reset(seed=3)
+    reseeded = {"Authorization": f"Bearer {mock.auth.dev_token()}"}  # seed 3's key
+    other = api.post(STAGE, json={"manifest": manifest()}, headers=reseeded).json()["id"]
+    assert other != first

@@ -1,23 +1,36 @@
-"""Handlers of the admin API (`spec/admin.yaml`): world, fixtures, tokens, journal, faults,
-report."""
+"""Handlers of the admin API (`spec/admin.yaml`): health, world, fixtures, tokens, journal,
+the test running, faults, report, and the worlds served beside this one."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
-from mock_server import errors, fixtures
+from mock_server import __version__, errors, fixtures
 from mock_server.faults import FaultRefused
 from mock_server.handlers import render
 from mock_server.handlers.context import mock
+from mock_server.journal import Entry
+
+
+def health() -> dict:
+    return {"status": "ok", "version": __version__}
 
 
 def reset(body: dict[str, Any] | None = None) -> dict:
-    mock().reset(seed=(body or {}).get("seed"))
+    body = body or {}
+    with _fixture_errors():
+        extra = [
+            fixtures.check(document, f"request body fixtures[{index}]")
+            for index, document in enumerate(body.get("fixtures") or [])
+        ]
+        mock().reset(seed=body.get("seed"), extra=extra)
     return {}
 
 
 def load_fixtures(body: Any) -> dict:
-    try:
+    with _fixture_errors():
         if isinstance(body, bytes):
             # YAML (validation let only UTF-8 text through), read as a fixture file is: each
             # error gives the line of the field at fault.
@@ -25,24 +38,34 @@ def load_fixtures(body: Any) -> dict:
         else:
             document = fixtures.check(body, "request body")
         mock().store.load(document)
+    return {}
+
+
+@contextlib.contextmanager
+def _fixture_errors() -> Iterator[None]:
+    """A fixture document that cannot enter the world, answered as a 400 naming each
+    problem (nothing has changed)."""
+    try:
+        yield
     except fixtures.FixtureError as exc:
         raise errors.InvalidRequest(
             "Fixture document is not valid: " + str(exc).splitlines()[0],
             details=[{"location": "body", "message": line} for line in str(exc).splitlines()],
         ) from None
-    return {}
 
 
-def mint_token(body: dict[str, Any]) -> dict[str, Any]:
+def mint_token(body: dict[str, Any] | None = None) -> dict[str, Any]:
     """A development token for a subject of the current world, named as `platform-mock token
     --subject` and the pytest plugin's `token_for` name one: after a re-seed or a fixture
     load, the tokens printed at start name subjects that may no longer exist."""
     store = mock().store
+    named = (body or {}).get("subject")
     try:
-        subject = store.identity.subject_by_reference(body["subject"])
-    except ValueError as exc:
+        subject = store.identity.subject_by_reference(named)
+    except (ValueError, errors.MockFailure) as exc:  # MockFailure: no user to be the default
+        what = f"subject {named!r}" if named else "user"
         raise errors.SubjectNotFound(
-            f"No subject {body['subject']!r} in this world: {exc}",
+            f"No {what} in this world: {exc}",
             details=[{"location": "body", "field": "subject", "message": str(exc)}],
         ) from None
     return {"token": mock().auth.dev_token(subject), "subject": render.subject_reference(subject)}
@@ -52,9 +75,19 @@ def get_state() -> dict[str, Any]:
     return fixtures.dump(mock().store)
 
 
-def get_journal(operation_id: str | None = None, status: int | None = None) -> dict:
+def get_journal(
+    operation_id: str | None = None,
+    status: int | None = None,
+    test: str | None = None,
+    violation: bool | None = None,
+) -> dict:
     try:
-        found = mock().journal.calls(operation_id, status=status)
+        found = [
+            entry
+            for entry in mock().journal.calls(operation_id, status=status)
+            if (test is None or entry.test == test)
+            and (violation is None or _counted_violation(entry) == violation)
+        ]
     except ValueError as exc:  # an operation the contract does not have
         raise errors.InvalidRequest(
             f"Request does not conform to the API contract: query operationId: {exc}",
@@ -69,9 +102,28 @@ def get_journal(operation_id: str | None = None, status: int | None = None) -> d
     }
 
 
+def _counted_violation(entry: Entry) -> bool:
+    """Whether a request broke the contract and counts against the run for it."""
+    return entry.violation and not entry.expected
+
+
 def clear_journal() -> dict:
     mock().journal.clear()
     return {}
+
+
+def start_test(body: dict[str, Any]) -> dict:
+    mock().journal.begin_test(body["test"], expecting=body["expectViolations"])
+    return {}
+
+
+def end_test() -> dict:
+    journal = mock().journal
+    ended = journal.label
+    journal.end_test()
+    mock().faults.clear()
+    broken = [e for e in journal if ended and e.test == ended and _counted_violation(e)]
+    return {"data": [entry.to_dict() for entry in broken]}
 
 
 def list_faults() -> dict:
@@ -109,3 +161,19 @@ def delete_fault(id_: str) -> dict:
 
 def get_report() -> dict[str, Any]:
     return mock().report.to_dict()
+
+
+def create_world(body: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+    worlds = mock().worlds
+    if worlds is None:
+        raise errors.WorldNotFound(
+            "This mock serves no other worlds: it is not served by a server of platform-mock"
+        )
+    return worlds.create((body or {}).get("seed")), 201
+
+
+def delete_world(id_: str) -> dict:
+    worlds = mock().worlds
+    if worlds is None or not worlds.remove(id_):
+        raise errors.WorldNotFound(f"No world with id {id_!r} is served beside this mock")
+    return {}

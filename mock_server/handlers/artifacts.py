@@ -1,4 +1,5 @@
-"""Handlers of operations 3 and 4: stage an artifact version, apply tags to it."""
+"""Handlers of operations 3 and 4, stage an artifact version and apply tags to it, and of
+marking a staged version failed."""
 
 from __future__ import annotations
 
@@ -19,4 +20,9 @@ def apply_tags(body: dict[str, Any], token_info: dict[str, Any]) -> dict:
         body["tags"],
         force=body["force"],  # the spec's default, filled by validation
     )
+    return {}
+
+
+def mark_stage_failure(body: dict[str, Any], token_info: dict[str, Any]) -> dict:
+    store().artifacts.mark_stage_failure(caller(token_info), body["id"])
     return {}

@@ -1,17 +1,28 @@
-"""Handler of operation 8: retrieve a stored model response from the gateway."""
+"""Handler of operation 8: retrieve a stored model response from the gateway, as JSON or as
+the server-sent events of its stream."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import flask
+import orjson
 from flask import request
 
 from mock_server import errors
+from mock_server.handlers import render
 from mock_server.handlers.context import store
 from mock_server.validation import read_json
 
 
-def get_response(id_: str) -> dict[str, Any]:
+def get_response(
+    id_: str,
+    *,
+    stream: bool,  # Connexion fills in the spec's default
+    starting_after: int | None = None,
+    include: list[str] | None = None,  # nothing stored is includable: read, and left alone
+    include_obfuscation: bool | None = None,  # the stream never pads its events
+) -> dict[str, Any] | flask.Response:
     """The mock checks `x-platform-metadata` is a JSON object and otherwise ignores it."""
     metadata = request.headers.get("x-platform-metadata")
     if metadata is not None:
@@ -25,4 +36,16 @@ def get_response(id_: str) -> dict[str, Any]:
                 f"x-platform-metadata must be a JSON object encoded as a string; it {reason}",
                 details=[{"location": "header", "field": "x-platform-metadata", "message": reason}],
             )
-    return store().gateway.response(id_)
+    response = store().gateway.response(id_)
+    if not stream:
+        return response
+    after = -1 if starting_after is None else starting_after
+    events = [e for e in render.response_events(response) if e["sequence_number"] > after]
+    return flask.Response(
+        b"".join(
+            b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+            for event in events
+        ),
+        mimetype="text/event-stream",
+        headers={"Cache-Control": "no-cache"},
+    )

@@ -231,7 +231,8 @@ def argument_name(passed: str) -> str:
 class PlannedView:
     """The Flask view of one operation: the handler called with the parameters and body
     request validation parsed, under its own argument names (`sortBy` as `sort_by`, `id` as
-    `id_`), converted once here, and its result answered as compact JSON."""
+    `id_`), converted once here, and its result answered as compact JSON (or, when it is a
+    Flask response already, as it is: the gateway's server-sent events)."""
 
     def __init__(self, operation_id: str, handler: Callable[..., Any]):
         self.operation_id = operation_id
@@ -264,6 +265,8 @@ class PlannedView:
         else:  # its last use is this request, unless the handler refuses it
             with flask.current_app.extensions[EXTENSION].store.tokens.in_use(token):
                 result = self.handler(**arguments)
+        if isinstance(result, flask.Response):  # a body of another media type, made whole
+            return result
         body, status = result if isinstance(result, tuple) else (result, 200)
         return flask.Response(
             orjson.dumps(body) + b"\n", status=status, mimetype="application/json"

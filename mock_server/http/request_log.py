@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any, cast
 
-import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mock_server import escape
 from mock_server.http.scope import operation_id, security_context
 from mock_server.journal import Entry
 
@@ -170,14 +170,10 @@ def _status_colour(status: int | None) -> str:
     return _YELLOW if status >= 400 else _GREEN
 
 
-# A client's text (a query value, a field name it made up) printed as it came could forge a
-# log line with a line feed or drive the terminal with an escape: control characters are
-# shown as escapes instead.
-_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
-
-
 def _printable(text: str) -> str:
-    return text.translate(_CONTROLS)
+    # A client's text (a query value, a field name it made up) printed as it came could forge
+    # a log line with a line feed or drive the terminal with an escape.
+    return escape.text(text)
 
 
 def _unanswered(line: RequestLine) -> str:
@@ -246,7 +242,7 @@ class JSONFormatter(logging.Formatter):
             fields.update(record.msg.to_dict())
         else:
             fields["message"] = record.getMessage()
-        return orjson.dumps(fields).decode()
+        return escape.json_text(fields)
 
 
 def wants_colour(stream: IO[str]) -> bool:

@@ -479,6 +479,49 @@ class JSONResponseValidator(JSONResponseBodyValidator):
             )
 
 
+class EventStreamResponseValidator(JSONResponseValidator):
+    """Checks a server-sent event stream against the contract, whose schema describes one
+    event, `{"event", "data"}`, as OpenAPI before 3.2 does (and schemathesis reads it); the
+    JSON in `data` is checked against the schema its `x-data-schema` names, and its `type`
+    must be the one the `event` line names."""
+
+    def _parse(self, stream: t.Generator[bytes, None, None]) -> t.Any:
+        events = []
+        for block in b"".join(stream).decode("utf-8").split("\n\n"):
+            if block.strip():
+                fields = dict(line.split(": ", 1) for line in block.split("\n"))
+                events.append(fields)
+        return events
+
+    def _validate(self, body: t.Any) -> None:
+        details: list[Detail] = []
+        data_schema = self._schema.get("properties", {}).get("data", {}).get("x-data-schema")
+        for index, event in enumerate(body):
+            where = ("event", str(index))
+            details += violations(
+                compiled(self._schema, Draft4ResponseValidator), event, "response", where
+            )
+            if details or data_schema is None:
+                continue
+            data = orjson.loads(event["data"])
+            details += violations(
+                compiled(data_schema, Draft4ResponseValidator), data, "response", (*where, "data")
+            )
+            if not details and data.get("type") != event["event"]:
+                details.append(
+                    {
+                        "location": "response",
+                        "field": ".".join(where),
+                        "message": "event names another type than its data",
+                    }
+                )
+        if details:
+            raise errors.MockFailure(
+                "The mock produced a response that breaks its contract: " + summary(details),
+                details=details,
+            )
+
+
 @functools.lru_cache(maxsize=16)
 def _response_type(value: bytes) -> tuple[str, str]:
     mime_type, encoding = split_content_type(value.decode("latin-1"))
@@ -559,5 +602,7 @@ class ResponseValidationMiddleware(ConnexionResponseValidationMiddleware):
 VALIDATOR_MAP = {
     "parameter": ParameterValidator,
     "body": MediaTypeDict({"*/*json": JSONBodyValidator}),
-    "response": MediaTypeDict({"*/*json": JSONResponseValidator}),
+    "response": MediaTypeDict(
+        {"*/*json": JSONResponseValidator, "text/event-stream": EventStreamResponseValidator}
+    ),
 }

@@ -1,4 +1,8 @@
-"""ML repos, artifacts and their versions: staging a version (op. 3) and tagging it (op. 4)."""
+"""ML repos, artifacts and their versions: staging a version (op. 3), tagging it (op. 4), and
+marking its staging failed.
+
+Version ids are UUIDs drawn from the seed: the platform's library reads them with `uuid.UUID`.
+"""
 
 from __future__ import annotations
 
@@ -86,7 +90,7 @@ class Artifacts(Area):
             self.world.artifacts[artifact.id] = artifact
         fqn = f"{artifact.fqn}:{number}"
         version = ArtifactVersion(
-            id=self.new_id(f"artifact version {fqn!r}", version_id, "artifact-version"),
+            id=self.claim_id(f"artifact version {fqn!r}", version_id, self.sources.new_uuid),
             artifact_id=artifact.id,
             version=number,
             fqn=fqn,
@@ -108,6 +112,10 @@ class Artifacts(Area):
         artifact = self.world.artifacts[version.artifact_id]
         repo_resource = self.world.resources[("mlf-project", artifact.ml_repo_id)]
         self.store.identity.require(caller, "write", repo_resource)
+        if version.failed:
+            raise errors.ArtifactVersionFailed(
+                f"Artifact version {version.fqn} ({version.id}) failed staging; it takes no tags"
+            )
         wanted = list(dict.fromkeys(tags))
         holders: dict[str, ArtifactVersion] = {}
         for sibling_id in artifact.versions.values():
@@ -133,6 +141,22 @@ class Artifacts(Area):
             holder.tags.remove(tag)
         version.tags.extend(tag for tag in wanted if tag not in version.tags)
 
+    @locked
+    def mark_stage_failure(self, caller: Caller, version_id: str) -> None:
+        """Mark a staged version failed: it loses its tags and takes no more (its number and
+        storage root stay its own). Marking it again changes nothing."""
+        version = self.world.artifact_versions.get(version_id)
+        if version is None:
+            raise errors.ArtifactVersionNotFound(f"No artifact version with id {version_id!r}")
+        artifact = self.world.artifacts[version.artifact_id]
+        self.store.identity.require(
+            caller, "write", self.world.resources[("mlf-project", artifact.ml_repo_id)]
+        )
+        if not version.failed:
+            self.store.tick()
+            version.failed = True
+            version.tags.clear()
+
     # -- fixtures: this area's sections, read and written side by side ------------------
     def load_ml_repo(self, r: dict) -> None:
         self.add_ml_repo(r["name"], storage_root=r.get("storageRoot"), repo_id=r.get("id"))
@@ -152,8 +176,12 @@ class Artifacts(Area):
             artifact_id=r.get("artifactId"),
             created_at=None if created_at is None else world_time(created_at),
         )
+        if r.get("tags") and r.get("failed"):
+            raise ValueError("a version whose staging failed takes no tags")
         if r.get("tags"):
             self.apply_tags(caller, staged.id, r["tags"], force=False)
+        if r.get("failed"):
+            self.mark_stage_failure(caller, staged.id)
 
     def dump(self) -> dict[str, Any]:
         """This area's fixture sections, `mlRepos` and `artifactVersions`."""
@@ -170,6 +198,7 @@ class Artifacts(Area):
                     "createdAt": iso(v.created_at),
                     "manifest": copy.deepcopy(v.manifest),
                     "tags": list(v.tags),
+                    **({"failed": True} if v.failed else {}),
                 }
                 for v in self.world.artifact_versions.values()
             ],

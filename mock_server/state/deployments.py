@@ -21,6 +21,20 @@ from mock_server.state.sources import iso, world_time
 from mock_server.state.store import Area, locked
 from mock_server.validation import compiled, violations
 
+# What the platform's Python SDK gives a manifest's `resources` when they are left out (MB),
+# and its TypeScript SDK requires to be there: a manifest with `resources` always has them.
+EPHEMERAL_STORAGE_DEFAULTS = {"ephemeral_storage_request": 1000, "ephemeral_storage_limit": 2000}
+
+
+def with_storage_defaults(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest with the ephemeral storage fields its `resources` leave out, at the
+    SDK's defaults (a manifest without `resources` is left as it is)."""
+    resources = manifest.get("resources")
+    if isinstance(resources, dict):
+        missing = {k: v for k, v in EPHEMERAL_STORAGE_DEFAULTS.items() if k not in resources}
+        manifest["resources"] = {**resources, **missing}
+    return manifest
+
 
 class IncompleteManifest(ValueError):
     """A deployment manifest that is not complete for its kind, as the contract (and the
@@ -115,7 +129,9 @@ class Deployments(Area):
     ) -> Deployment:
         version = max(application.deployment_ids, default=0) + 1
         # Name and kind default to the application's; the rest must be complete for the kind.
-        manifest = {"name": application.name, "type": application.type, **copy.deepcopy(manifest)}
+        manifest = with_storage_defaults(
+            {"name": application.name, "type": application.type, **copy.deepcopy(manifest)}
+        )
         if manifest["type"] != application.type:
             message = f"{manifest['type']!r} is not the application's type {application.type!r}"
             raise IncompleteManifest([{"field": "type", "message": message}])

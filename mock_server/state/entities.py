@@ -108,6 +108,7 @@ class ArtifactVersion:
     created_at: datetime
     created_by: Subject
     tags: list[str] = field(default_factory=list)
+    failed: bool = False  # its staging failed: it takes no tags
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from mock_server import errors
@@ -64,6 +65,17 @@ def manifest_name(*parts: str) -> str:
         digest = hashlib.sha256(full.encode()).hexdigest()[:8]
         name = f"{name[: 66 - 9].rstrip('-')}-{digest}"
     return name
+
+
+@dataclass(frozen=True)
+class Session:
+    """Who a caller is: its subject, the roles it holds (itself or through its teams), its
+    teams, and the tenant."""
+
+    subject: Subject
+    roles: list[str]
+    teams: list[Subject]
+    tenant: Resource
 
 
 class Identity(Area):
@@ -245,6 +257,25 @@ class Identity(Area):
             raise errors.PermissionDenied(
                 f"Caller {caller.slug} may not {action} {resources[0].type} {resources[0].name}"
             )
+
+    # -- the caller's session, and the tenant a host name belongs to ---------------------
+    @locked
+    def session(self, caller: Caller) -> Session:
+        subject = self.caller_subject(caller)
+        holders = self._holders(caller)
+        roles = sorted(
+            {g.role for g in self.world.grants if (g.subject_type, g.subject_id) in holders}
+        )
+        teams = self.teams_of(subject.id) if subject.type == "user" else []
+        return Session(subject, roles, teams, self.tenant)
+
+    def tenant_of_host(self, host_name: str) -> Resource:
+        """The tenant serving a host name: the world's one tenant, whatever the name."""
+        if self.world.tenant is None:
+            raise errors.TenantNotFound(
+                f"No tenant serves {host_name!r}: the world has none (load fixtures that name one)"
+            )
+        return self.world.tenant
 
     # -- operation 1: role-binding manifests ---------------------------------------------
     @locked

@@ -7,6 +7,7 @@ seed and the same request sequence, every id and timestamp comes out the same, b
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import product
@@ -148,6 +149,11 @@ class Sources:
     def new_id(self, prefix: str) -> str:
         """A fresh id like `job-run-3f2a9c1b7d4e6f80`: prefix, then 16 seeded hex digits."""
         return f"{prefix}-{self.random.getrandbits(64):016x}"
+
+    def new_uuid(self) -> str:
+        """A fresh seeded UUID (version 4 in form), for ids the platform's clients read as
+        UUIDs (artifact versions)."""
+        return str(uuid.UUID(int=self.random.getrandbits(128), version=4))
 
     def new_token_id(self, prefix: str) -> str:
         """A fresh personal-access-token id, from the world's own token-id stream."""

@@ -11,9 +11,12 @@ from __future__ import annotations
 import functools
 import pickle
 import threading
-from collections.abc import Callable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+import orjson
 
 from mock_server.state.entities import (
     Application,
@@ -108,6 +111,18 @@ class FrozenWorld:
             run_indexes=dict(self._run_indexes),
             ids=dict(self._ids),
         )
+
+
+MAX_SNAPSHOTS = 8  # worlds a store keeps to restore: seeds and sets of extra documents
+
+
+def _world_key(seed: int, extra: list[Fixture]) -> Hashable | None:
+    """What names a world built from the initial documents: its seed and the extra
+    documents' content (None when that content cannot be told apart: never restored)."""
+    try:
+        return (seed, *(orjson.dumps(d.data, option=orjson.OPT_SORT_KEYS) for d in extra))
+    except TypeError:
+        return None
 
 
 class IdTaken(ValueError):
@@ -224,47 +239,69 @@ class Store:
         self.gateway: Gateway = Gateway(self)
         self.world = World()
         self.sources = Sources(seed)
-        # The initial world of the current seed, as built: what `reset()` restores.
-        self._snapshot: tuple[FrozenWorld, SourcesState] | None = None
+        # Worlds as built, by seed and extra documents (the initial world of a seed has none):
+        # what `reset()` restores. The most recently used are kept.
+        self._snapshots: OrderedDict[Hashable, tuple[FrozenWorld, SourcesState]] = OrderedDict()
         self.reset()
 
     def reset(self, seed: int | None = None, extra: Iterable[Fixture] = ()) -> None:
-        """Back to the initial world: restored from its snapshot, or, with a new seed or
-        `extra` documents, built anew from the initial documents (then the extra ones).
-        Documents loaded since are dropped. Each reset makes a new world, which draws its
-        personal access token ids from a stream of its own."""
+        """Back to the initial world of the seed (the current one if None), with the `extra`
+        documents applied after the initial ones. Documents loaded since are dropped. A world
+        built once is kept as a snapshot and restored afterwards (copies of its containers;
+        see `World.copy`) without reading or applying a document again, so that a reset
+        takes milliseconds whatever the size of the world. Each reset makes a new world,
+        which draws its personal access token ids from a stream of its own. The signing key
+        stays the store's whatever the seed."""
         if seed is not None:
             _check_seed(seed)
         extra = list(extra)
         with self.lock:
-            if seed is None and not extra and self._snapshot is not None:
-                self.generation += 1
-                world, sources = self._snapshot
-                self.world = world.thaw()
-                self.sources = Sources.restored(sources, self.sources.faker, self.generation)
+            key = _world_key(self.seed if seed is None else seed, extra)
+            kept = self._snapshots.get(key) if key is not None else None
+            if kept is None:
+                self._rebuild(seed, extra, key)
                 return
-            self._rebuild(seed, extra)
+            self._snapshots.move_to_end(key)
+            if seed is not None and seed != self.seed:
+                self._reseed(seed)
+            self.generation += 1
+            world, sources = kept
+            self.world = world.thaw()
+            self.sources = Sources.restored(sources, self.sources.faker, self.generation)
 
-    def _rebuild(self, seed: int | None, extra: list[Fixture]) -> None:
+    def _reseed(self, seed: int) -> None:
+        self.seed = seed  # the signing key stays: it is the server's, not the seed's
+
+    def _rebuild(self, seed: int | None, extra: list[Fixture], key: Hashable | None) -> None:
         from mock_server.fixtures import apply_document
 
-        before = (self.seed, self.world, self.sources, self._snapshot)
+        before = (self.seed, self.world, self.sources)
         if seed is not None:
-            self.seed = seed
+            self._reseed(seed)
         self.generation += 1
         self.sources = Sources(self.seed, faker=self.sources.faker, generation=self.generation)
         self.world = World()
         try:
             for document in self.initial_documents:
                 apply_document(self, document)
-            if seed is not None or self._snapshot is None:
-                self.jobs.build_indexes()
-                self._snapshot = (FrozenWorld(self.world), self.sources.snapshot())
+            self.jobs.build_indexes()
+            self._keep(_world_key(self.seed, []))
             for document in extra:
                 apply_document(self, document)
+            if extra:
+                self._keep(key)
         except BaseException:  # an extra document that cannot enter: the world as it was
-            self.seed, self.world, self.sources, self._snapshot = before
+            self.seed, self.world, self.sources = before
             raise
+
+    def _keep(self, key: Hashable | None) -> None:
+        """Keep the world as it is now, to be restored by the reset that names it."""
+        if key is None:
+            return
+        self._snapshots[key] = (FrozenWorld(self.world), self.sources.snapshot())
+        self._snapshots.move_to_end(key)
+        while len(self._snapshots) > MAX_SNAPSHOTS:
+            self._snapshots.popitem(last=False)
 
     def load(self, document: Fixture) -> None:
         """Apply one more fixture document to the current world, whole or not at all."""

@@ -32,11 +32,13 @@ class Tokens(Area):
         jwt_id: str | None = None,
         created_at: datetime | None = None,
     ) -> IssuedToken:
-        """The caller's token named `name`, created with a fresh value when absent.
+        """The caller's token named `name`, created with a fresh value when absent, or when
+        the one it holds no longer authenticates (revoked or expired): that one is replaced,
+        and its value stays refused (its JWT id is never drawn again in this world).
 
         The keyword arguments keep ids and time given by a fixture (e.g. a state dump)."""
         existing = self.world.tokens.get((caller.subject_id, name))
-        if existing is not None:
+        if existing is not None and self._working(existing):
             return self._issued(existing, created=False)
         identity = self.store.identity
         owner = identity.caller_subject(caller)
@@ -61,7 +63,13 @@ class Tokens(Area):
             f"the JWT of {holder}", jwt_id, lambda: self.sources.new_token_id("jti")
         )
         expiry = now + TOKEN_LIFETIME
-        value = self.store.signer.mint(owner, issued_at=now, expires_at=expiry, jwt_id=jwt_id)
+        value = self.store.signer.mint(
+            owner,
+            tenant_name=identity.tenant.name,
+            issued_at=now,
+            expires_at=expiry,
+            jwt_id=jwt_id,
+        )
         token = PersonalAccessToken(
             id=token_id,
             owner=owner,
@@ -76,6 +84,10 @@ class Tokens(Area):
         self.world.tokens[(owner.id, name)] = token
         self.world.tokens_by_jwt[jwt_id] = token
         return self._issued(token, created=True)
+
+    def _working(self, token: PersonalAccessToken) -> bool:
+        """Whether the token still authenticates: neither revoked nor expired."""
+        return not token.revoked and token.expires_at > self.sources.clock.now()
 
     def _issued(self, token: PersonalAccessToken, *, created: bool) -> IssuedToken:
         world = self.world

@@ -1,0 +1,103 @@
+"""Where a served mock is and how to call it: its URLs, tokens and seed, as one record.
+
+`platform-mock run` hands them to its command as environment variables (`environment`), the
+admin API describes a world it serves beside itself with them (`to_dict`), and the pytest
+plugin reads them back from either (`from_environment`, `from_dict`) to use a mock that lives
+in another process. This module imports nothing heavy: the plugin reads it at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+ADMIN_PREFIX = "/__admin"
+CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
+# The variables of `platform-mock run` that say the checks its command's tests run under.
+FAIL_ON_VIOLATION = "PLATFORM_MOCK_FAIL_ON_VIOLATION"
+
+
+def base_url(host: str, port: int) -> str:
+    """The URL of a server listening on host and port (an IPv6 host in brackets)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+@dataclass(frozen=True)
+class Coordinates:
+    """A served mock: its base URL (the control plane is under `/api/svc/v1`), its
+    gateway's URL, the default user's token (None in a world without users), its admin
+    token and the seed of its world."""
+
+    url: str
+    gateway_url: str
+    token: str | None
+    admin_token: str
+    seed: int
+
+    @property
+    def api_url(self) -> str:
+        return self.url + CONTROL_PLANE_PREFIX
+
+    @property
+    def admin_url(self) -> str:
+        return self.url + ADMIN_PREFIX
+
+    def environment(self) -> dict[str, str]:
+        """The variables a command run against the mock gets: the mock's own, and the names
+        the platform's SDK (`TFY_*`) and the OpenAI client (`OPENAI_*`) read."""
+        found = {
+            "PLATFORM_MOCK_URL": self.url,
+            "PLATFORM_MOCK_API_URL": self.api_url,
+            "PLATFORM_MOCK_GATEWAY_URL": self.gateway_url,
+            "PLATFORM_MOCK_ADMIN_URL": self.admin_url,
+            "PLATFORM_MOCK_ADMIN_TOKEN": self.admin_token,
+            "PLATFORM_MOCK_SEED": str(self.seed),
+            "TFY_HOST": self.url,
+            "OPENAI_BASE_URL": self.gateway_url,
+        }
+        if self.token is not None:  # a world without users has no user token to give
+            found |= {
+                "PLATFORM_MOCK_TOKEN": self.token,
+                "TFY_API_KEY": self.token,
+                "OPENAI_API_KEY": self.token,
+            }
+        return found
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> Coordinates | None:
+        """The mock the environment names (as `environment` writes it), or None when it
+        names none: the URL, gateway URL, admin token and seed must all be there."""
+        try:
+            return cls(
+                url=environ["PLATFORM_MOCK_URL"],
+                gateway_url=environ["PLATFORM_MOCK_GATEWAY_URL"],
+                token=environ.get("PLATFORM_MOCK_TOKEN"),
+                admin_token=environ["PLATFORM_MOCK_ADMIN_TOKEN"],
+                seed=int(environ["PLATFORM_MOCK_SEED"]),
+            )
+        except (KeyError, ValueError):
+            return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """As the admin API describes a world (`spec/admin.yaml`, `World`), less its id."""
+        return {
+            "url": self.url,
+            "apiUrl": self.api_url,
+            "gatewayUrl": self.gateway_url,
+            "adminUrl": self.admin_url,
+            "token": self.token,
+            "adminToken": self.admin_token,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, described: Mapping[str, Any]) -> Coordinates:
+        return cls(
+            url=described["url"],
+            gateway_url=described["gatewayUrl"],
+            token=described["token"],
+            admin_token=described["adminToken"],
+            seed=described["seed"],
+        )

@@ -1,0 +1,50 @@
+"""Handlers of who the caller is (`getSession`) and of what the platform's CLI and library
+ask before anything else, without a token (`getMinCliVersion`, `getTenantId`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import request
+
+from mock_server.handlers import render
+from mock_server.handlers.context import caller, store
+
+# The oldest client versions the platform serves: every published one. Refreshing a login
+# through the auth server (`useSFYServerAuthAPIs` false) is never needed: the mock's tokens
+# are long-lived.
+CLIENT_CONFIG = {
+    "minVersion": "0.1.0",
+    "truefoundryCliMinVersion": "0.1.0",
+    "useSFYServerAuthAPIs": False,
+    "pythonBuildDefaultImageTag": "3.11",
+}
+
+
+def get_session(token_info: dict[str, Any]) -> dict[str, Any]:
+    return render.session(store().identity.session(caller(token_info)))
+
+
+def min_cli_version() -> dict[str, Any]:
+    return dict(CLIENT_CONFIG)
+
+
+def tenant_id(host_name: str) -> dict[str, str]:
+    tenant = store().identity.tenant_of_host(host_name)
+    return {"tenantName": tenant.name, "auth_server_url": own_url()}
+
+
+# A Host header that is a host name or an IP literal, with an optional port: nothing else
+# is echoed back as a URL.
+HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(:[0-9]{1,5})?")
+
+
+def own_url() -> str:
+    """The mock's base URL as this request reached it: its scheme and Host header, or the
+    server's own address when the Host is missing or not a host[:port]."""
+    host = request.headers.get("Host", "")
+    if not HOST.fullmatch(host):
+        environ = request.environ
+        host = f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
+    return f"{request.scheme}://{host}"

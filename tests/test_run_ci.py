@@ -1,0 +1,282 @@
+"""The README's CI recipe, `platform-mock run ... -- COMMAND`, around test suites as users write
+them: a pytest suite (alone and under pytest-xdist), a Node suite and a shell script, each with
+one test that breaks the contract. Each run is one real process tree, shared by the tests of
+one of its outcomes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+RUN_TIMEOUT = 180
+
+PYTEST_SUITE = """
+import os
+
+import httpx
+
+API = os.environ["PLATFORM_MOCK_API_URL"]
+HEADERS = {"Authorization": f"Bearer {os.environ['TFY_API_KEY']}"}
+
+
+def test_keeps_the_contract():
+    assert httpx.get(f"{API}/personal-access-tokens/ci", headers=HEADERS).status_code == 200
+
+
+def test_breaks_the_contract():
+    # A client sending a parameter the API does not have, not checking the answer.
+    httpx.get(f"{API}/personal-access-tokens/ci", headers=HEADERS, params={"page_size": 5})
+
+
+def test_with_the_fixture(platform_mock):
+    group = platform_mock.store.secrets.group_named("llm-keys").resource.id
+    with platform_mock.client() as api:
+        assert api.delete(f"/secret-groups/{group}").status_code == 200
+    platform_mock.journal.assert_called("deleteSecretGroup", times=1, id=group)
+"""
+# Under pytest-xdist: tests that each change the world and see it fresh, on every worker.
+ISOLATED = """
+import os
+
+
+def test_world_is_this_workers_own_{n}(platform_mock):
+    assert os.environ["TFY_HOST"] == platform_mock.url
+    group = platform_mock.store.secrets.group_named("llm-keys").resource.id
+    with platform_mock.client() as api:
+        assert api.delete(f"/secret-groups/{{group}}").status_code == 200
+        assert api.delete(f"/secret-groups/{{group}}").status_code == 404
+"""
+NODE_SUITE = """
+import { test, beforeEach, afterEach } from "node:test";
+import assert from "node:assert/strict";
+
+const api = process.env.PLATFORM_MOCK_API_URL;
+const admin = process.env.PLATFORM_MOCK_ADMIN_URL;
+const user = { Authorization: `Bearer ${process.env.PLATFORM_MOCK_TOKEN}` };
+const root = {
+  Authorization: `Bearer ${process.env.PLATFORM_MOCK_ADMIN_TOKEN}`,
+  "Content-Type": "application/json",
+};
+
+// Name each test to the mock, and fail it when its requests broke the contract.
+beforeEach(async (t) => {
+  const body = JSON.stringify({ test: t.name });
+  await fetch(`${admin}/test`, { method: "PUT", headers: root, body });
+});
+afterEach(async () => {
+  const ended = await (await fetch(`${admin}/test`, { method: "DELETE", headers: root })).json();
+  assert.deepEqual(ended.data.map((e) => `${e.method} ${e.path}: ${e.message}`), []);
+});
+
+test("keeps the contract", async () => {
+  const response = await fetch(`${api}/personal-access-tokens/ci`, { headers: user });
+  assert.equal(response.status, 200);
+});
+
+test("breaks the contract", async () => {
+  await fetch(`${api}/personal-access-tokens/ci?page_size=5`, { headers: user });
+});
+"""
+SHELL_SUITE = """
+set -e
+curl -s -o /dev/null -H "Authorization: Bearer $PLATFORM_MOCK_TOKEN" \\
+  "$PLATFORM_MOCK_API_URL/personal-access-tokens/ci?page_size=5"
+"""
+
+
+def recipe() -> list[str]:
+    """The `platform-mock run` line of the README's GitHub Actions sample, less its command."""
+    lines = [line.strip() for line in README.read_text().splitlines()]
+    (line,) = [line for line in lines if line.startswith("- run: platform-mock run ")]
+    words = shlex.split(line.removeprefix("- run: "))
+    return [
+        sys.executable,
+        "-m",
+        "mock_server",
+        *words[1 : words.index("--")],
+    ]
+
+
+@dataclass
+class Ran:
+    done: subprocess.CompletedProcess
+    path: Path  # where the suite ran, with its reports
+
+    @property
+    def summary(self) -> str:
+        return (self.path / "step-summary.md").read_text()
+
+    @property
+    def report(self) -> dict:
+        return json.loads((self.path / "contract" / "contract-report.json").read_text())
+
+    def junit(self) -> dict[str, ET.Element]:
+        root = ET.parse(self.path / "junit.xml").getroot()
+        return {case.get("name", ""): case for case in root.iter("testcase")}
+
+
+def run_ci(path: Path, *command: str) -> Ran:
+    """The README's recipe around `command`, in `path`, as GitHub Actions runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PLATFORM_MOCK"))}
+    env |= {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(path / "step-summary.md")}
+    done = subprocess.run(
+        [*recipe(), "--", *command],
+        cwd=path,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    return Ran(done, path)
+
+
+def pytest_command(*options: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--junitxml=junit.xml",
+        *options,
+    ]
+
+
+@pytest.fixture(scope="module")
+def around_pytest(tmp_path_factory) -> Ran:
+    path = tmp_path_factory.mktemp("pytest-suite")
+    (path / "test_sdk.py").write_text(PYTEST_SUITE)
+    return run_ci(path, *pytest_command())
+
+
+@pytest.fixture(scope="module")
+def around_xdist(tmp_path_factory) -> Ran:
+    path = tmp_path_factory.mktemp("xdist-suite")
+    (path / "test_sdk.py").write_text(PYTEST_SUITE)
+    for n in range(4):
+        (path / f"test_isolated_{n}.py").write_text(ISOLATED.format(n=n))
+    return run_ci(path, *pytest_command("-n", "2"))
+
+
+@pytest.fixture(scope="module")
+def around_node(tmp_path_factory) -> Ran:
+    if shutil.which("node") is None:
+        pytest.fail("Node.js is needed: every machine this project runs on has Node 20")
+    path = tmp_path_factory.mktemp("node-suite")
+    (path / "contract.test.mjs").write_text(NODE_SUITE)
+    return run_ci(path, "node", "--test")
+
+
+@pytest.fixture(scope="module")
+def around_shell(tmp_path_factory) -> Ran:
+    path = tmp_path_factory.mktemp("shell-suite")
+    (path / "suite.sh").write_text(SHELL_SUITE)
+    return run_ci(path, "sh", "suite.sh")
+
+
+def last_line(ran: Ran) -> str:
+    return ran.done.stderr.splitlines()[-1]
+
+
+# -- a pytest suite ----------------------------------------------------------------------------
+
+
+def test_recipe_around_a_pytest_suite_that_breaks_the_contract_exits_1(around_pytest: Ran):
+    assert around_pytest.done.returncode == 1, around_pytest.done.stderr
+
+
+def test_pytests_junit_fails_the_violating_test_and_only_it(around_pytest: Ran):
+    cases = around_pytest.junit()
+    failed = sorted(name for name, case in cases.items() if case.find("failure") is not None)
+    assert failed == ["test_breaks_the_contract"]
+    message = cases["test_breaks_the_contract"].find("failure").get("message", "")  # type: ignore[union-attr]
+    assert "query page_size: is not a parameter of this operation" in message
+
+
+def test_step_summary_names_the_violating_test_under_a_failed_verdict(around_pytest: Ran):
+    summary = around_pytest.summary
+    assert summary.startswith("### Platform API contract: ❌ FAILED\n")
+    assert "| `query page_size` | 1 | `test_sdk.py::test_breaks_the_contract` |" in summary
+
+
+def test_runs_last_line_is_the_verdict_with_its_reasons(around_pytest: Ran):
+    assert last_line(around_pytest).startswith(
+        "platform-mock: contract check FAILED: the command (python -m pytest "
+    )
+    assert "1 of 3 request(s) broke the contract (--fail-on-violation)" in last_line(around_pytest)
+
+
+def test_runs_report_counts_every_request_of_the_suite(around_pytest: Ran):
+    assert around_pytest.report["summary"]["requests"] == 3
+
+
+def test_each_failing_check_is_an_error_annotation(around_pytest: Ran):
+    titles = [
+        line.split("::")[1]
+        for line in around_pytest.done.stdout.splitlines()
+        if line.startswith("::error ")
+    ]
+    assert (
+        titles.count("error title=Platform API contract%3A FAILED") == 3
+    )  # command, violation, coverage
+
+
+def test_the_fixture_reads_and_changes_runs_world(around_pytest: Ran):
+    statuses = around_pytest.report["operations"]["deleteSecretGroup"]["statuses"]
+    assert statuses == {"200": 1}
+
+
+# -- the same under pytest-xdist ---------------------------------------------------------------
+
+
+def test_xdist_workers_each_change_a_world_of_their_own(around_xdist: Ran):
+    cases = around_xdist.junit()
+    isolated = [name for name in cases if name.startswith("test_world_is_this_workers_own")]
+    assert len(isolated) == 4
+    assert all(cases[name].find("failure") is None for name in isolated)
+
+
+def test_xdist_workers_requests_all_reach_runs_report(around_xdist: Ran):
+    assert around_xdist.report["summary"]["requests"] == 3 + 4 * 2
+
+
+def test_xdist_violating_test_fails_in_junit(around_xdist: Ran):
+    cases = around_xdist.junit()
+    failed = sorted(name for name, case in cases.items() if case.find("failure") is not None)
+    assert failed == ["test_breaks_the_contract"]
+
+
+def test_xdist_run_fails_naming_the_violating_test(around_xdist: Ran):
+    assert around_xdist.done.returncode == 1, around_xdist.done.stderr
+    assert "`test_sdk.py::test_breaks_the_contract`" in around_xdist.summary
+
+
+# -- a Node suite and a shell script -----------------------------------------------------------
+
+
+def test_recipe_around_a_node_suite_fails_the_violating_test(around_node: Ran):
+    assert around_node.done.returncode == 1, around_node.done.stderr
+    assert "not ok 2 - breaks the contract" in around_node.done.stdout
+    assert "ok 1 - keeps the contract" in around_node.done.stdout
+
+
+def test_step_summary_names_the_node_test_that_broke_the_contract(around_node: Ran):
+    assert "| `query page_size` | 1 | `breaks the contract` |" in around_node.summary
+
+
+def test_recipe_around_a_passing_shell_script_that_broke_the_contract_exits_1(around_shell: Ran):
+    assert around_shell.done.returncode == 1, around_shell.done.stderr
+    assert last_line(around_shell).startswith(
+        "platform-mock: contract check FAILED: 1 of 1 request(s) broke the contract"
+    )
