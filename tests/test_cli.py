@@ -551,6 +551,7 @@ def test_a_reader_gone_ends_the_command_quietly(arguments: list[str]):
         [sys.executable, "-m", "mock_server", *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=KEYED,  # `token` needs the key it signs with
     )
     assert printing.stdout is not None and printing.stderr is not None
     printing.stdout.close()  # before the command prints: as `| head -c 0` would

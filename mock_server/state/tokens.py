@@ -81,6 +81,8 @@ class Tokens(Area):
             token=value,
             jwt_id=jwt_id,
         )
+        if existing is not None:  # replaced: the world no longer holds it (nor its JWT id)
+            self.world.tokens_by_jwt.pop(existing.jwt_id, None)
         self.world.tokens[(owner.id, name)] = token
         self.world.tokens_by_jwt[jwt_id] = token
         return self._issued(token, created=True)
