@@ -302,8 +302,9 @@ class DriftReport:
         self._uncovered: Counter[str] = Counter()
         self._other_uncovered = 0
 
-    def add(self, exchange: Exchange) -> None:
-        """Count one exchange (a journal observer)."""
+    def add(self, exchange: Entry) -> None:
+        """Count one exchange (a journal observer: the proxy's journal holds exchanges)."""
+        assert isinstance(exchange, Exchange)
         with self._lock:
             if exchange.operation_id not in self._usage:
                 self._not_covered(exchange)

@@ -125,7 +125,7 @@ def to_json(report: dict[str, Any]) -> str:
     return escape.json_text(report, indent=2) + "\n"
 
 
-def _clip(value: Any, limit: int = MAX_CELL) -> str:
+def clip(value: Any, limit: int = MAX_CELL) -> str:
     """A client's text cut to `limit` characters (before escaping, which at most sextuples
     it): a line of a report has a bounded size whatever was sent."""
     shown = str(value)
@@ -149,7 +149,7 @@ def _tests_named(rule: dict[str, Any], limit: int = 3) -> list[str]:
 def _example_line(example: dict[str, Any]) -> str:
     """An offending request in one line: what was sent and what it broke, as the client sent
     it (the caller escapes it for its sink)."""
-    return _clip(f"{example['request']} -> {example['status']} {example['message']}", 400)
+    return clip(f"{example['request']} -> {example['status']} {example['message']}", 400)
 
 
 def text(report: dict[str, Any]) -> str:
@@ -180,10 +180,10 @@ def text(report: dict[str, Any]) -> str:
         if missing and usage["calls"]:
             lines.append(f"    never exercised: {missing}")
         for rule in usage["violationGroups"]:
-            tests = ", ".join(map(escape.text, map(_clip, _tests_named(rule))))
+            tests = ", ".join(map(escape.text, map(clip, _tests_named(rule))))
             by = f" by {tests}" if tests else ""
             lines.append(
-                f"    VIOLATION {escape.text(_clip(rule['rule']))}: {rule['count']} request(s){by}"
+                f"    VIOLATION {escape.text(clip(rule['rule']))}: {rule['count']} request(s){by}"
             )
             for example in rule["examples"][:1]:
                 lines.append(f"      e.g. {escape.text(_example_line(example))}")
@@ -214,13 +214,13 @@ def _example_text(example: dict[str, Any]) -> list[str]:
     broke; as the client sent it (the caller escapes it for its sink)."""
     lines = [_example_line(example)]
     if example["test"]:
-        lines.append(f"sent by {_clip(example['test'])}")
+        lines.append(f"sent by {clip(example['test'])}")
     if example["query"]:
-        lines.append(f"query: {_clip(json.dumps(example['query']), 1000)}")
+        lines.append(f"query: {clip(json.dumps(example['query']), 1000)}")
     if example["body"] not in (None, ""):
-        lines.append(f"body: {_clip(json.dumps(example['body']), 1000)}")
+        lines.append(f"body: {clip(json.dumps(example['body']), 1000)}")
     lines += [
-        _clip(f"  {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}")
+        clip(f"  {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}")
         for d in example["details"]
     ]
     return lines
@@ -239,7 +239,7 @@ class JUnit:
     def case(self, classname: str, name: str) -> ET.Element:
         self._counts["tests"] += 1
         return ET.SubElement(
-            self._suite, "testcase", classname=classname, name=escape.text(_clip(name)), time="0"
+            self._suite, "testcase", classname=classname, name=escape.text(clip(name)), time="0"
         )
 
     def fail(self, case: ET.Element, message: str, lines: list[str], kind: str) -> None:
@@ -296,7 +296,7 @@ def junit(report: dict[str, Any]) -> str:
         for rule in usage["violationGroups"]:
             broken = document.case(classname, f"{op_id}: {rule['rule']}")
             tests = ", ".join(_tests_named(rule, MAX_TESTS))
-            message = f"{rule['count']} request(s) broke {_clip(rule['rule'])}"
+            message = f"{rule['count']} request(s) broke {clip(rule['rule'])}"
             detail = [message + (f", sent by {tests}" if tests else "")]
             for example in rule["examples"]:
                 detail += ["", *_example_text(example)]
@@ -306,7 +306,7 @@ def junit(report: dict[str, Any]) -> str:
 
 def _cell(value: Any) -> str:
     """A client's text in a Markdown table cell: a code span, bounded."""
-    return escape.markdown_code(_clip(value), in_table=True)
+    return escape.markdown_code(clip(value), in_table=True)
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -409,7 +409,7 @@ def error_annotations(report: dict[str, Any]) -> list[str]:
             )
             break
         tests = ", ".join(_tests_named(rule))
-        message = f"{rule['count']} request(s) broke {_clip(rule['rule'])}"
+        message = f"{rule['count']} request(s) broke {clip(rule['rule'])}"
         if tests:
             message += f", sent by {tests}"
         if rule["examples"]:
