@@ -429,6 +429,8 @@ class Proxy:
             raw_body=_kept(_parsed(headers.get("content-type", ""), raw), raw),
             operation_id=operation.operation_id if operation else None,
             status=None,
+            test=self.journal.label,
+            expected=self.journal.expecting,
         )
 
     def _record(self, exchange: Exchange, status: int | None, started: float) -> None:
