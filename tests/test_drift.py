@@ -47,7 +47,7 @@ PLANTED = {
 
 def _altered(method: str, path: str, status: int, body: Any) -> tuple[int, Any]:
     """A mock's answer as the differing platform gives it."""
-    if path == f"{CONTROL_PLANE}/session":
+    if path == f"{CONTROL_PLANE}/session" and status == 200:
         body["user"]["avatarUrl"] = "https://avatars.acme.example/alice.png"
     elif path.endswith("/role-bindings/generate-manifest") and status == 200:
         for manifest in body["data"]:
