@@ -52,17 +52,6 @@ TYPE = "type"
 ENUM_VALUE = "enum value"
 VALUE = "value"  # any other rule of a schema (pattern, range, format, ...)
 ERROR_CODE = "error code"
-KINDS = (
-    STATUS,
-    MEDIA_TYPE,
-    BODY,
-    UNDOCUMENTED_FIELD,
-    MISSING_FIELD,
-    TYPE,
-    ENUM_VALUE,
-    VALUE,
-    ERROR_CODE,
-)
 _BY_KEYWORD = {
     "additionalProperties": UNDOCUMENTED_FIELD,
     "required": MISSING_FIELD,

@@ -104,7 +104,10 @@ class _Client:
 async def check(proxy: Proxy, token: str, asked: Asked) -> None:
     """Send the drift check's requests through `proxy` (see the module)."""
     transport = httpx.ASGITransport(app=proxy)
-    async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as http:
+    # No timeout of its own: the proxy's, towards the target, is the one that counts.
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://proxy", timeout=None
+    ) as http:
         try:
             await _requests(_Client(proxy, http, token), proxy, asked)
         finally:

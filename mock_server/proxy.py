@@ -25,7 +25,6 @@ byte budget and the report to its groups.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -50,6 +49,7 @@ from mock_server.http.validators import ParameterValidator, RepeatedKeysURIParse
 from mock_server.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
 from mock_server.recording import Caller, Recorder
 from mock_server.redact import masked, masked_text
+from mock_server.server import bind
 from mock_server.validation import (
     Detail,
     compiled,
@@ -85,7 +85,6 @@ _HOP_BY_HOP = frozenset(
 # httpx hands the answer's body on decoded: its encoding and length are no longer the body's.
 _NOT_PASSED_BACK = _HOP_BY_HOP | {"content-encoding"}
 _PARAMETER = re.compile(r"\{([^}]+)\}")
-logger = logging.getLogger("platform_mock.proxy")
 
 
 @dataclass(frozen=True)
@@ -515,8 +514,6 @@ class BackgroundProxy:
     (tests, and `platform-mock drift`'s own requests)."""
 
     def __init__(self, proxy: Proxy, host: str = "127.0.0.1", port: int = 0):
-        from mock_server.server import bind  # the server layer: only when serving
-
         self.proxy = proxy
         self._sock = bind(host, port)
         self.host, self.port = self._sock.getsockname()[:2]

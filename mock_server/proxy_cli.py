@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import math
 import os
 import sys
@@ -29,6 +30,7 @@ from mock_server.coordinates import CONTROL_PLANE_PREFIX, base_url
 from mock_server.drift import Exchange
 from mock_server.proxy import DEFAULT_TIMEOUT, Proxy, log_line
 from mock_server.recording import Recorder
+from mock_server.server import bind
 from mock_server.validation import number_problem
 
 COMMANDS = ("proxy", "drift")
@@ -232,8 +234,6 @@ def _new_proxy(args: argparse.Namespace, recorder: Recorder | None) -> Proxy:
 def _proxy(
     args: argparse.Namespace, recorder: Recorder | None, server_class: type[uvicorn.Server]
 ) -> int:
-    from mock_server.server import bind  # the server layer, only when serving
-
     proxy = _new_proxy(args, recorder)
     try:
         sock = bind(args.host, args.port)
@@ -255,11 +255,24 @@ def _proxy(
         ),
         flush=True,
     )
+    if not _is_loopback(args.host):
+        print(
+            f"  warning: listening on {args.host}: anyone who reaches it may use the platform "
+            "through it with their own token",
+            file=sys.stderr,
+        )
     if not args.quiet:
         proxy.log = _printer(sys.stdout)
     config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False)
     server_class(config).run(sockets=[sock])
     return _finish(proxy, args, recorder, sys.stdout)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _printer(out: IO[str]) -> Any:

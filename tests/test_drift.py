@@ -12,6 +12,7 @@ the OpenAI client) runs once through the proxy, for the whole module.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import pytest
 from openai import APIStatusError, OpenAI
 
 from mock_server import drift, drift_files
+from mock_server import proxy as proxy_module
 from mock_server.app import PlatformMock
 from mock_server.drift import Difference, DriftReport, Exchange, check
 from mock_server.escape import ESCAPED
@@ -514,3 +516,47 @@ def test_annotations_of_hostile_differences_are_one_line_each():
 
 def test_masked_text_leaves_other_text_alone():
     assert masked_text("no credential here") == "no credential here"
+
+
+# -- bounds ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def platform() -> Any:
+    """A mock of the default world, as a platform that keeps the contract."""
+    with BackgroundServer(PlatformMock()) as served:
+        yield served
+
+
+async def _through(proxy: Proxy, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    transport = httpx.ASGITransport(app=proxy)
+    async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+        try:
+            return await client.request(method, path, **kwargs)
+        finally:
+            await proxy.aclose()
+
+
+def test_a_request_body_over_the_limit_is_refused_unforwarded(platform):
+    proxy = Proxy(platform.url)
+    body = b"x" * (proxy_module.MAX_REQUEST_BODY + 1)
+    before = platform.mock.journal.call_count
+    path = f"{CONTROL_PLANE}/secrets/deployments"
+    answer = asyncio.run(_through(proxy, "POST", path, content=body))
+    assert (answer.status_code, answer.json()["code"], platform.mock.journal.call_count) == (
+        413,
+        41301,
+        before,
+    )
+
+
+def test_an_answer_over_the_checked_size_is_passed_on_unchecked(platform, monkeypatch):
+    monkeypatch.setattr(proxy_module, "MAX_CHECKED_BODY", 100)
+    proxy = Proxy(platform.url)
+    headers = {"Authorization": f"Bearer {platform.coordinates.token}"}
+    answer = asyncio.run(_through(proxy, "GET", f"{CONTROL_PLANE}/session", headers=headers))
+    (exchange,) = proxy.journal
+    assert (answer.json()["user"]["email"], exchange.unchecked is not None) == (
+        "alice@acme.example",
+        True,
+    )

@@ -26,8 +26,14 @@ import yaml
 from mock_server import cli
 from mock_server.app import MockConfig, PlatformMock
 from mock_server.server import BackgroundServer
-from tests.conftest import CONTROL_PLANE
-from tests.test_drift import DifferingPlatform
+from tests.test_drift import (
+    PLANTED,
+    PROXY_TIMEOUT,
+    SLOW_MS,
+    DifferingPlatform,
+    client_suite,
+    found,
+)
 
 
 @pytest.fixture(scope="module")
@@ -235,14 +241,28 @@ class Proxied:
     reports: Path
     recording: Path
     token: str
+    sent: int  # requests the client suite sent through it
 
 
 @pytest.fixture(scope="module")
-def proxied(differing, tmp_path_factory) -> Proxied:
+def planted() -> Iterator[BackgroundServer]:
+    """The differing platform, slow to answer one operation and failing another."""
+    target = DifferingPlatform()
+    target.faults.add("getMinCliVersion", delay_ms=SLOW_MS, times=None)
+    target.faults.add("getTenantId", drop=True, times=None)
+    with BackgroundServer(target) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def proxied(planted, tmp_path_factory) -> Proxied:
+    """`platform-mock proxy` in front of the planted platform, with the client suite of
+    tests/test_drift.py run through it, then stopped with SIGTERM."""
     here = tmp_path_factory.mktemp("proxy")
     command = [
-        sys.executable, "-m", "mock_server", "proxy", "--target", differing.url, "--port", "0",
-        "--report", str(here / "reports"), "--record", str(here / "world.yaml"),
+        sys.executable, "-m", "mock_server", "proxy", "--target", planted.url, "--port", "0",
+        "--timeout", str(PROXY_TIMEOUT), "--report", str(here / "reports"),
+        "--record", str(here / "world.yaml"),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     process = subprocess.Popen(
@@ -257,38 +277,52 @@ def proxied(differing, tmp_path_factory) -> Proxied:
             banner.append(line)
         url = re.search(r"control plane: (http://\S+)/api/svc/v1", "".join(banner))
         assert url is not None
-        token = differing.coordinates.token or ""
-        with httpx.Client(
-            base_url=url[1] + CONTROL_PLANE, headers={"Authorization": f"Bearer {token}"}
-        ) as api:
-            api.get("/session")
-            api.get("/min-cli-version")
-            api.get("/personal-access-tokens/ci")
+        token = planted.coordinates.token or ""
+        sent = len(client_suite(url[1], planted.mock, token))
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
     finally:
         process.kill()
     return Proxied(
-        process.returncode, "".join(banner) + out, err, here / "reports", here / "world.yaml", token
+        process.returncode,
+        "".join(banner) + out,
+        err,
+        here / "reports",
+        here / "world.yaml",
+        token,
+        sent,
     )
+
+
+def test_proxy_in_front_of_a_client_suite_reports_exactly_the_planted_differences(
+    proxied: Proxied,
+):
+    report = json.loads((proxied.reports / "drift-report.json").read_text())
+    assert found(report) == PLANTED
 
 
 def test_proxy_exits_1_on_drift_once_stopped(proxied: Proxied):
     assert proxied.status == 1, proxied.err
 
 
-def test_proxy_logs_a_line_per_request_with_its_drift(proxied: Proxied):
-    logged = [line for line in proxied.out.split("\n") if " /api/svc/v1/" in line]
-    assert [line.split()[2] for line in logged] == [
-        "/api/svc/v1/session",
-        "/api/svc/v1/min-cli-version",
-        "/api/svc/v1/personal-access-tokens/ci",
-    ] and "DRIFT undocumented field user.avatarUrl" in logged[0]
+def test_proxy_logs_a_line_per_request(proxied: Proxied):
+    logged = [line for line in proxied.out.split("\n") if re.match(r"\d\d:\d\d:\d\d ", line)]
+    assert len(logged) == proxied.sent
 
 
-def test_proxy_writes_the_drift_report_when_stopped(proxied: Proxied):
-    report = json.loads((proxied.reports / "drift-report.json").read_text())
-    assert report["summary"]["operationsDrifting"] == ["getSession"]
+def test_proxy_logs_the_first_difference_an_answer_showed(proxied: Proxied):
+    (session,) = [line for line in proxied.out.split("\n") if " /api/svc/v1/session " in line]
+    assert session.endswith("DRIFT undocumented field user.avatarUrl")
+
+
+def test_proxy_logs_a_timeout_as_such(proxied: Proxied):
+    (slow,) = [line for line in proxied.out.split("\n") if "/min-cli-version " in line]
+    assert " timeout getMinCliVersion " in slow and "DRIFT" not in slow
+
+
+def test_proxy_writes_the_report_in_every_format_when_stopped(proxied: Proxied, junit_schema):
+    junit_schema.validate((proxied.reports / "drift-report.xml").read_text())
+    assert sorted(p.suffix for p in proxied.reports.iterdir()) == [".json", ".md", ".txt", ".xml"]
 
 
 def test_proxy_writes_the_recording_when_stopped(proxied: Proxied):
@@ -303,4 +337,4 @@ def test_proxy_prints_and_writes_no_token(proxied: Proxied):
 
 
 def test_proxy_says_its_verdict_on_stderr(proxied: Proxied):
-    assert "drift check FAILED: 1 difference(s)" in proxied.err
+    assert "drift check FAILED: 5 difference(s)" in proxied.err
