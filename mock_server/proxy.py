@@ -82,7 +82,9 @@ _HOP_BY_HOP = frozenset(
         "content-length",
     }
 )
-# httpx hands the answer's body on decoded: its encoding and length are no longer the body's.
+# httpx asks for the encodings it can decode, and hands the answer's body on decoded: the
+# client's Accept-Encoding is not passed on, nor the answer's encoding and length back.
+_NOT_FORWARDED = _HOP_BY_HOP | {"accept-encoding"}
 _NOT_PASSED_BACK = _HOP_BY_HOP | {"content-encoding"}
 _PARAMETER = re.compile(r"\{([^}]+)\}")
 
@@ -271,11 +273,16 @@ class Proxy:
         return self._client
 
     def _url(self, scope: Scope) -> str:
-        raw = scope.get("raw_path") or quote(scope["path"]).encode()
-        path = raw.decode("latin-1")
+        # The path as the client wrote it (a `%2F` stays one), unless its escapes hide the
+        # gateway's prefix: then as the router read it.
+        path = (scope.get("raw_path") or b"").decode("latin-1")
+        prefix = self.router.gateway_prefix
+        gateway = self.router.is_gateway(scope["path"])
+        if not path or (gateway and not path.startswith(prefix)):
+            path = quote(scope["path"])
         base = self.target
-        if self.router.is_gateway(scope["path"]):
-            base, path = self.gateway, path[len(self.router.gateway_prefix) :]
+        if gateway:
+            base, path = self.gateway, path[len(prefix) :]
         query = scope.get("query_string", b"").decode("latin-1")
         return f"{base}{path}" + (f"?{query}" if query else "")
 
@@ -307,7 +314,7 @@ class Proxy:
         self, scope: Scope, raw: bytes, exchange: Exchange, send: Send, started: float
     ) -> None:
         headers = [
-            (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_BY_HOP
+            (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _NOT_FORWARDED
         ]
         client = self._http()
         request = client.build_request(
@@ -388,7 +395,9 @@ class Proxy:
                 caller=caller_of(request_headers.get("authorization")),
             )
         headers = _passed_back(response)
-        headers.append((b"content-length", str(len(body)).encode()))
+        # A HEAD's length is its GET's, as the target said it.
+        length = response.headers.get("content-length", "0") if head else str(len(body))
+        headers.append((b"content-length", length.encode("latin-1")))
         await self._answer(send, response.status_code, headers, b"" if head else body)
 
     async def _streamed(self, response: httpx.Response, head: bytes, rest: Any, send: Send) -> None:

@@ -560,3 +560,16 @@ def test_an_answer_over_the_checked_size_is_passed_on_unchecked(platform, monkey
         "alice@acme.example",
         True,
     )
+
+
+def test_a_head_is_answered_as_its_get_without_the_body(platform):
+    proxy = Proxy(platform.url)
+    headers = {"Authorization": f"Bearer {platform.coordinates.token}"}
+    got = asyncio.run(_through(proxy, "GET", f"{CONTROL_PLANE}/session", headers=headers))
+    proxy = Proxy(platform.url)
+    head = asyncio.run(_through(proxy, "HEAD", f"{CONTROL_PLANE}/session", headers=headers))
+    assert (head.status_code, head.content, head.headers["content-length"]) == (
+        200,
+        b"",
+        str(len(got.content)),
+    )
