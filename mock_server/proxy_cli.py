@@ -276,8 +276,16 @@ def _is_loopback(host: str) -> bool:
 
 
 def _printer(out: IO[str]) -> Any:
+    gone = False
+
     def log(exchange: Exchange) -> None:
-        print(escape.text(log_line(exchange)), file=out, flush=True)
+        nonlocal gone
+        if gone:
+            return
+        try:
+            print(escape.text(log_line(exchange)), file=out, flush=True)
+        except (OSError, ValueError):  # the reader has gone (`| head`): the proxy goes on
+            gone = True
 
     return log
 
@@ -316,8 +324,6 @@ def _finish(
     verdict = drift.judge(report)
     report = {"verdict": verdict, **report}
     status = 0
-    if show:
-        print(drift_files.text(report), file=out, end="")
     if args.report_targets:
         try:
             written = report_files.write(report, args.report_targets, drift_files.RENDERERS)
@@ -340,8 +346,12 @@ def _finish(
     except OSError as exc:
         print(f"platform-mock: cannot write the job summary: {exc}", file=sys.stderr)
         status = status or EXIT_USAGE
-    else:
-        print("\n".join(annotations), file=sys.stdout, end="\n" if annotations else "")
+        annotations = []
+    # Printed once every file is written: a reader of standard output that goes away
+    # early (`| head`) ends the command, and must not cost the report.
+    if show:
+        print(drift_files.text(report), file=out, end="")
+    print("\n".join(annotations), file=sys.stdout, end="\n" if annotations else "")
     line = escape.text(drift_files.verdict_line(verdict))
     print(f"platform-mock: drift check {line}", file=sys.stderr)
     if status:

@@ -8,6 +8,7 @@ SIGTERM as CI stops it); `drift` runs in this process, as `main` would run it.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -23,8 +24,9 @@ import httpx
 import pytest
 import yaml
 
-from mock_server import cli
+from mock_server import cli, drift_files, proxy_cli
 from mock_server.app import MockConfig, PlatformMock
+from mock_server.drift import Exchange
 from mock_server.server import BackgroundServer
 from tests.test_drift import (
     PLANTED,
@@ -338,3 +340,28 @@ def test_proxy_prints_and_writes_no_token(proxied: Proxied):
 
 def test_proxy_says_its_verdict_on_stderr(proxied: Proxied):
     assert "drift check FAILED: 5 difference(s)" in proxied.err
+
+
+def test_a_log_reader_gone_leaves_the_proxy_serving():
+    out = io.StringIO()
+    out.close()  # as a pipe whose reader has gone
+    log = proxy_cli._printer(out)
+    exchange = Exchange(
+        seq=1, method="GET", path="/api/svc/v1/session", query={}, path_params={}, headers={},
+        raw_body=b"", operation_id="getSession", status=200,
+    )  # fmt: skip
+    assert [log(exchange), log(exchange)] == [None, None]
+
+
+def test_drift_writes_its_files_before_printing(platform, tmp_path, monkeypatch):
+    def gone(*args, **kwargs):
+        raise BrokenPipeError  # the reader of standard output leaves at the first line
+
+    monkeypatch.setattr(drift_files, "text", gone)
+    monkeypatch.setenv("TFY_API_KEY", platform.coordinates.token or "")
+    args = cli.build_parser().parse_args(
+        ["drift", "--target", platform.url, "--report", str(tmp_path / "r.json")]
+    )
+    with pytest.raises(BrokenPipeError):
+        proxy_cli.run(args)
+    assert (tmp_path / "r.json").exists()
