@@ -65,6 +65,7 @@ DEFAULT_TIMEOUT = 30.0  # seconds the target may take to connect, or between two
 TARGET_UNREACHABLE = (502, 50201)
 TARGET_TIMED_OUT = (504, 50401)
 TOO_LARGE = (413, 41301)
+UNFORWARDABLE = (400, 40001)
 # Headers that belong to one connection, not to the request or the answer (RFC 9110 7.6.1),
 # and those the proxy sets itself: the target's host, and the length of what it sends.
 _HOP_BY_HOP = frozenset(
@@ -317,9 +318,17 @@ class Proxy:
             (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _NOT_FORWARDED
         ]
         client = self._http()
-        request = client.build_request(
-            scope["method"], self._url(scope), headers=headers, content=raw
-        )
+        try:
+            request = client.build_request(
+                scope["method"], self._url(scope), headers=headers, content=raw
+            )
+        except (httpx.InvalidURL, ValueError) as exc:  # a path or header no URL can carry
+            status, code = UNFORWARDABLE
+            message = f"The request cannot be forwarded: {exc}"
+            exchange.request_problems.append({"location": "path", "field": "", "message": message})
+            await self._answer(send, *_error_answer(status, code, masked_text(message)))
+            self._record(exchange, status, started)
+            return
         answered = False
         try:
             response = await client.send(request, stream=True)

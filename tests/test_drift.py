@@ -573,3 +573,21 @@ def test_a_head_is_answered_as_its_get_without_the_body(platform):
         b"",
         str(len(got.content)),
     )
+
+
+def test_a_request_no_url_can_carry_is_refused_unforwarded(platform):
+    proxy = Proxy(platform.url)
+    scope = {
+        "type": "http", "method": "GET", "path": "/api/svc/v1/jobs/a\x7fb/runs",
+        "raw_path": b"/api/svc/v1/jobs/a\x7fb/runs", "query_string": b"", "headers": [],
+    }  # fmt: skip
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(proxy(scope, receive, send))
+    assert (sent[0]["status"], json.loads(sent[1]["body"])["code"]) == (400, 40001)
