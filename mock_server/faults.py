@@ -45,6 +45,21 @@ class Fault:
     applied: int = 0
     seen: int = 0
 
+    @classmethod
+    def from_dict(cls, found: dict[str, Any]) -> Fault:
+        """A rule as `to_dict` writes it (and the admin API answers it), read back."""
+        return cls(
+            id=found["id"],
+            operation_id=found["operationId"],
+            status=found["status"],
+            delay_ms=found["delayMs"],
+            drop=found["drop"],
+            match=found["match"],
+            after=found["after"],
+            times=found["times"],
+            applied=found["applied"],
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -95,6 +95,37 @@ class Entry:
         code = f" code {self.code}" if self.code else ""
         return f"#{self.seq} {self.method} {target} -> {outcome}{code} [{self.operation_id}]"
 
+    @classmethod
+    def from_dict(cls, found: dict[str, Any]) -> Entry:
+        """An entry as `to_dict` writes it (and the admin API answers it), read back; its
+        body as JSON of what was parsed, or the text."""
+        body = found.get("body")
+        if body is None:
+            raw = b""
+        elif isinstance(body, str):
+            raw = body.encode("utf-8", errors="replace")
+        else:
+            raw = orjson.dumps(body)
+        return cls(
+            seq=found["seq"],
+            method=found["method"],
+            path=found["path"],
+            query=found["query"],
+            path_params=found.get("pathParams", {}),
+            headers=found["headers"],
+            raw_body=raw,
+            operation_id=found["operationId"],
+            status=found["status"],
+            code=found.get("code"),
+            message=found.get("message"),
+            details=found.get("details", []),
+            fault=found.get("fault"),
+            test=found.get("test"),
+            duration_ms=found.get("durationMs", 0.0),
+            expected=found.get("expected", False),
+            dropped=found.get("dropped", False),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "seq": self.seq,

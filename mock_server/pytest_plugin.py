@@ -24,10 +24,12 @@ when the first test asks for the mock.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,6 +132,69 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "platform_mock_fixtures", "fixture files loaded in every test", type="paths", default=[]
     )
+
+
+# The plugin's options that take a value, which `--option VALUE` gives as a word of its own.
+_VALUED = frozenset(
+    {
+        "--platform-mock-seed",
+        "--platform-mock-fixtures",
+        "--platform-mock-report",
+        "--platform-mock-min-coverage",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    _find_rootdir_again(early_config, args)
+
+
+def _find_rootdir_again(config: pytest.Config, args: list[str]) -> None:
+    """pytest finds its rootdir and ini file before it loads the plugins of installed
+    packages: the value of `--platform-mock-report DIR`, not yet known as an option's, counts
+    as a path to collect, and a DIR outside the project moves the rootdir (every test id and
+    JUnit class name changes) and loses the project's ini file. Here, with the options known,
+    they are found again; where they differ, the rootdir, the ini file, its `addopts` and
+    what pytest derives from them at that point are set as pytest would have set them.
+
+    This reaches pytest's private parts (`_pytest.config.findpaths.determine_setup`, the
+    config's `_rootpath`, `_inipath`, `_inicfg`, `_inicache`, `_parser`, `_validate_args`,
+    `_configure_python_path`); where any is gone, pytest's own finding stands.
+    tests/test_pytest_plugin.py checks both that they exist and that the rootdir stays."""
+    if not any(arg in _VALUED for arg in args):  # only the space form adds words
+        return
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        known = config.known_args_namespace
+        rootpath, inipath, inicfg, ignored = determine_setup(
+            inifile=known.inifilename,
+            override_ini=known.override_ini,
+            args=known.file_or_dir,
+            rootdir_cmd_arg=known.rootdir or None,
+            invocation_dir=config.invocation_params.dir,
+        )
+        if (rootpath, inipath) == (config.rootpath, config.inipath):
+            return
+        had_ini = config.inipath is not None
+        config._rootpath, config._inipath = rootpath, inipath  # type: ignore[attr-defined]
+        config._inicfg, config._ignored_config_files = inicfg, ignored  # type: ignore[attr-defined]
+        config._parser.extra_info["rootdir"] = str(rootpath)  # type: ignore[attr-defined]
+        config._parser.extra_info["inifile"] = str(inipath)  # type: ignore[attr-defined]
+        config._inicache.clear()  # type: ignore[attr-defined]
+        if not had_ini:  # the project's addopts were never applied
+            added = config._validate_args(config.getini("addopts"), "via addopts config")  # type: ignore[attr-defined]
+            args[:0] = added
+            config.pluginmanager.consider_preparse(added, exclude_only=False)
+        config.known_args_namespace = config._parser.parse_known_args(  # type: ignore[attr-defined]
+            args, namespace=copy.copy(config.option)
+        )
+        if config.known_args_namespace.confcutdir is None:
+            config.known_args_namespace.confcutdir = str(inipath.parent if inipath else rootpath)
+        config._configure_python_path()  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, TypeError):
+        return
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -286,8 +351,31 @@ class _Backend:
     """The session's mock as the plugin drives it: in this process, or (under `platform-mock
     run`) in another, through its admin API."""
 
-    coordinates: Coordinates
-    server: BackgroundServer | None = None
+    seed: int  # of the world the mock started with, which each test starts from
+    in_process: bool = False  # whether clients reach the mock without a socket
+
+    @property
+    def coordinates(self) -> Coordinates:
+        """Where the mock is served (for a mock of this process, served from here on)."""
+        raise NotImplementedError
+
+    @property
+    def server(self) -> BackgroundServer | None:
+        """The server, when the mock runs in this process (started from here on)."""
+        return None
+
+    def http_client(self, **options: Any) -> httpx.Client:
+        """A client that reaches the mock (in process when it runs here)."""
+        import httpx
+
+        options.setdefault("base_url", self.coordinates.url)
+        return httpx.Client(verify=ssl_context(), **options)
+
+    def async_http_client(self, **options: Any) -> httpx.AsyncClient:
+        import httpx
+
+        options.setdefault("base_url", self.coordinates.url)
+        return httpx.AsyncClient(verify=ssl_context(), **options)
 
     def begin_test(self, name: str, *, expecting: bool) -> None:
         raise NotImplementedError
@@ -328,16 +416,51 @@ class _Backend:
 
 
 class _Local(_Backend):
-    """A mock of the session's own, served on a free loopback port of this process."""
+    """A mock of the session's own, in this process: its clients call it in process, and it
+    is served on a free loopback port once something asks where it is."""
+
+    in_process = True
 
     def __init__(self, config: pytest.Config):
         paths = [*config.getini("platform_mock_fixtures")]
         paths += config.getoption("--platform-mock-fixtures")
         app = _quietly("mock_server.app")
-        seed = _session_seed(config) or 0
-        self.mock = app.PlatformMock(app.MockConfig(seed=seed, fixtures=paths))
-        self.server = _quietly("mock_server.server").BackgroundServer(self.mock).start()
-        self.coordinates = self.server.coordinates
+        self.seed = _session_seed(config) or 0
+        self.mock = app.PlatformMock(app.MockConfig(seed=self.seed, fixtures=paths))
+        self._server: BackgroundServer | None = None
+        self._starting = threading.Lock()
+        transport = _quietly("mock_server.transport")
+        self._transport = transport.MockTransport(self.mock)
+        self._async_transport = transport.AsyncMockTransport(self.mock)
+
+    @property
+    def serving(self) -> bool:
+        """Whether the mock is served over TCP yet."""
+        return self._server is not None
+
+    @property
+    def server(self) -> BackgroundServer:
+        with self._starting:
+            if self._server is None:
+                self._server = _quietly("mock_server.server").BackgroundServer(self.mock).start()
+            return self._server
+
+    @property
+    def coordinates(self) -> Coordinates:
+        found: Coordinates = self.server.coordinates
+        return found
+
+    def http_client(self, **options: Any) -> httpx.Client:
+        import httpx
+
+        options.setdefault("base_url", _quietly("mock_server.transport").IN_PROCESS_URL)
+        return httpx.Client(transport=self._transport, **options)
+
+    def async_http_client(self, **options: Any) -> httpx.AsyncClient:
+        import httpx
+
+        options.setdefault("base_url", _quietly("mock_server.transport").IN_PROCESS_URL)
+        return httpx.AsyncClient(transport=self._async_transport, **options)
 
     def begin_test(self, name: str, *, expecting: bool) -> None:
         self.mock.journal.begin_test(name, expecting=expecting)
@@ -377,8 +500,9 @@ class _Local(_Backend):
         return self.mock.report.to_dict()
 
     def close(self) -> None:
-        assert self.server is not None
-        self.server.stop()
+        self._transport.close()
+        if self._server is not None:
+            self._server.stop()
 
 
 class _Remote(_Backend):
@@ -387,8 +511,13 @@ class _Remote(_Backend):
 
     def __init__(self, where: Coordinates, world: str | None = None, parent: Any = None):
         self.remote = _quietly("mock_server.remote").RemoteMock(where, verify=ssl_context())
-        self.coordinates = where
+        self._where = where
+        self.seed = where.seed
         self._world, self._parent = world, parent
+
+    @property
+    def coordinates(self) -> Coordinates:
+        return self._where
 
     def begin_test(self, name: str, *, expecting: bool) -> None:
         self.remote.begin_test(name, expecting=expecting)
@@ -544,15 +673,26 @@ class MockHandle:
         when the test ends."""
         return self.backend.fault(operation_id, **effect)
 
-    def client(self, token: str | None = None) -> httpx.Client:
-        """An httpx client of the control plane, authenticated (default: `token`)."""
-        import httpx
+    def http_client(self, **httpx_options: Any) -> httpx.Client:
+        """An `httpx.Client` (the options are httpx's) whose transport calls the mock in
+        this process, through every layer a request over TCP goes through; any URL reaches
+        the mock. For the platform SDK (`httpx_client=`) and `openai` (`http_client=`).
+        Under `platform-mock run`, a client of run's mock over TCP."""
+        return self.backend.http_client(**httpx_options)
 
+    def async_http_client(self, **httpx_options: Any) -> httpx.AsyncClient:
+        """`http_client` as an `httpx.AsyncClient`, calling the mock on the caller's loop."""
+        return self.backend.async_http_client(**httpx_options)
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        """An httpx client of the control plane, authenticated (default: `token`), in
+        process where the mock runs here."""
         bearer = token or self.token
-        return httpx.Client(
-            base_url=self.api_url,
+        root = _quietly("mock_server.transport").IN_PROCESS_URL
+        base = root if self.backend.in_process else self.backend.coordinates.url
+        return self.http_client(
+            base_url=base + _quietly("mock_server.coordinates").CONTROL_PLANE_PREFIX,
             headers={"Authorization": f"Bearer {bearer}"},
-            verify=ssl_context(),
         )
 
 
@@ -575,7 +715,7 @@ def platform_mock(
     extra = [fixtures.load(base / path) for path in options.get("fixtures", [])]
     seed = options.get("seed", _session_seed(request.config))
     if seed is None:  # the world's own seed: a marker's seed does not outlive its test
-        seed = platform_mock_backend.coordinates.seed
+        seed = platform_mock_backend.seed
     platform_mock_backend.reset(seed, extra)
     # The test was named before its fixtures were set up, unless this fixture made the mock.
     platform_mock_backend.begin_test(node.nodeid, expecting=_expecting(node))

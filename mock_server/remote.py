@@ -92,19 +92,19 @@ class RemoteMock:
     def violations(self, test: str) -> list[Entry]:
         """The requests of `test` that broke the contract (not on purpose)."""
         found = self._call("GET", "/journal", params={"test": test, "violation": "true"})
-        return [entry_from_dict(entry) for entry in found["data"]]
+        return [Entry.from_dict(entry) for entry in found["data"]]
 
     def end_test(self) -> list[Entry]:
         """The test running has ended: its faults are removed. Its requests that broke the
         contract (not on purpose)."""
-        return [entry_from_dict(entry) for entry in self._call("DELETE", "/test")["data"]]
+        return [Entry.from_dict(entry) for entry in self._call("DELETE", "/test")["data"]]
 
     @property
     def journal(self) -> Journal:
         """The journal as it is now."""
         copy = Journal(operations=contract.operations())
         for entry in self._call("GET", "/journal")["data"]:
-            copy.record(entry_from_dict(entry))
+            copy.record(Entry.from_dict(entry))
         return copy
 
     def store(self) -> Store:
@@ -131,17 +131,7 @@ class RemoteMock:
             added = self._call("POST", "/faults", json=body)
         except RemoteError as exc:
             raise FaultRefused(str(exc)) from None
-        return Fault(
-            id=added["id"],
-            operation_id=added["operationId"],
-            status=added["status"],
-            delay_ms=added["delayMs"],
-            drop=added["drop"],
-            match=added["match"],
-            after=added["after"],
-            times=added["times"],
-            applied=added["applied"],
-        )
+        return Fault.from_dict(added)
 
     def token_for(self, subject: str | None) -> str:
         """A token for a subject of the world (None: the default user)."""
@@ -161,33 +151,3 @@ class RemoteMock:
 
     def delete_world(self, world_id: str) -> None:
         self._call("DELETE", f"/worlds/{world_id}")
-
-
-def entry_from_dict(found: dict[str, Any]) -> Entry:
-    """A journal entry as the admin API writes it (`Entry.to_dict`), read back."""
-    body = found.get("body")
-    if body is None:
-        raw = b""
-    elif isinstance(body, str):
-        raw = body.encode("utf-8", errors="replace")
-    else:
-        raw = orjson.dumps(body)
-    return Entry(
-        seq=found["seq"],
-        method=found["method"],
-        path=found["path"],
-        query=found["query"],
-        path_params=found.get("pathParams", {}),
-        headers=found["headers"],
-        raw_body=raw,
-        operation_id=found["operationId"],
-        status=found["status"],
-        code=found.get("code"),
-        message=found.get("message"),
-        details=found.get("details", []),
-        fault=found.get("fault"),
-        test=found.get("test"),
-        duration_ms=found.get("durationMs", 0.0),
-        expected=found.get("expected", False),
-        dropped=found.get("dropped", False),
-    )

@@ -183,3 +183,67 @@ def test_junit_report_fails_the_coverage_check_and_skips_operations_never_called
     assert cases["the contract coverage reaches --min-coverage"].find("failure") is not None
     assert cases["listJobRuns keeps the contract"].find("skipped") is None
     assert cases["deleteSecretGroup keeps the contract"].find("skipped") is not None
+
+
+# -- options given as `--option VALUE` -------------------------------------------------------
+
+
+@pytest.fixture(params=["report", "fixtures"])
+def space_form(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> pytest.RunResult:
+    """A project with an ini file and its tests in tests/, run with an option's value, a path
+    outside the project, given as a word of its own."""
+    outside = pytester.path.parent / f"outside-{request.param}"
+    outside.mkdir(exist_ok=True)
+    value = outside
+    if request.param == "fixtures":
+        value = outside / "extra.yaml"
+        value.write_text("users:\n  - email: dana@acme.example\n")
+    pytester.makeini("[pytest]\naddopts = -ra\ntestpaths = tests\n")
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    return run_session(pytester, f"--platform-mock-{request.param}", str(value), "--junitxml=j.xml")
+
+
+def test_space_form_of_an_option_leaves_the_rootdir(space_form: pytest.RunResult, pytester):
+    space_form.stdout.fnmatch_lines([f"rootdir: {pytester.path}", "configfile: tox.ini"])
+
+
+def test_space_form_of_an_option_leaves_the_test_ids(space_form: pytest.RunResult, pytester):
+    root = ET.parse(pytester.path / "j.xml").getroot()
+    assert [case.get("classname") for case in root.iter("testcase")] == ["tests.test_x"]
+
+
+def test_pytests_parts_read_to_find_the_rootdir_again_are_there(pytestconfig: pytest.Config):
+    from _pytest.config.findpaths import determine_setup
+
+    assert callable(determine_setup)
+    for name in ("_rootpath", "_inipath", "_inicfg", "_inicache", "_parser"):
+        assert hasattr(pytestconfig, name), name
+    for name in ("_validate_args", "_configure_python_path"):
+        assert callable(getattr(pytestconfig, name)), name
+    assert "rootdir" in pytestconfig._parser.extra_info
+
+
+# -- in-process clients ----------------------------------------------------------------------
+
+NO_SOCKET = """
+def test_clients_reach_the_mock_before_it_listens(platform_mock):
+    with platform_mock.client() as api:
+        assert api.get("/personal-access-tokens/ci").status_code == 200
+    assert not platform_mock.backend.serving
+
+
+def test_asking_for_the_url_serves_it_over_tcp(platform_mock):
+    import httpx
+
+    url = platform_mock.api_url
+    assert platform_mock.backend.serving
+    headers = {"Authorization": f"Bearer {platform_mock.token}"}
+    assert httpx.get(url + "/personal-access-tokens/ci", headers=headers).status_code == 200
+"""
+
+
+def test_the_mock_listens_only_once_a_test_asks_where_it_is(pytester: pytest.Pytester):
+    pytester.makepyfile(test_no_socket=NO_SOCKET)
+    result = run_session(pytester)
+    result.assert_outcomes(passed=2)
