@@ -1,5 +1,5 @@
 """The `platform-mock` command: `serve` the mock over HTTP, `run` a command against it, or
-print a development `token`."""
+print a development `token`; `proxy` and `drift` are `mock_server.proxy_cli`'s."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testcli
 
 import uvicorn  # noqa: E402
 
-from mock_server import __version__, errors, report_files  # noqa: E402
+from mock_server import __version__, errors, proxy_cli, report_files  # noqa: E402
 from mock_server.app import (  # noqa: E402
     ADMIN_PREFIX,
     API_ROOT,
@@ -215,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="another subject of the world: a user's e-mail, or type:name (team:ml-platform)",
     )
     _world_options(token)
+    proxy_cli.add_commands(commands)
     return parser
 
 
@@ -593,6 +594,8 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"platform-mock: {message}", file=sys.stderr)
         return status
     try:
+        if args.command in proxy_cli.COMMANDS:
+            return proxy_cli.run(args, _Server)
         if args.command == "serve":
             return serve(args)
         return run(args, command) if args.command == "run" else token(args)
