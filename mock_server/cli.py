@@ -1,5 +1,5 @@
 """The `platform-mock` command: `serve` the mock over HTTP, `run` a command against it, or
-print a development `token`."""
+print a development `token`; `proxy` and `drift` are `mock_server.proxy_cli`'s."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testcli
 
 import uvicorn  # noqa: E402
 
-from mock_server import __version__, errors, report_files  # noqa: E402
+from mock_server import __version__, errors, proxy_cli, report_files  # noqa: E402
 from mock_server.app import (  # noqa: E402
     ADMIN_PREFIX,
     API_ROOT,
@@ -270,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _world_options(token)
     _key_option(token)
+    proxy_cli.add_commands(commands)
     return parser
 
 
@@ -300,14 +301,15 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
     """The exit status and one-line message refusing an option that could only fail once
     serving (the port, the gateway prefix, the report's path), checked before the fixtures
     load; None if the options can be used. For any command having these options."""
-    if args.signing_key is None:
-        # An empty variable is an unset one, as CI systems leave a secret they lack.
-        args.signing_key, source = os.environ.get(KEY_VARIABLE) or None, KEY_VARIABLE
-    else:
-        source = "--signing-key"
-    problem = key_problem(args.signing_key) if args.signing_key is not None else None
-    if problem:
-        return EXIT_USAGE, f"{source}: {problem}"
+    if "signing_key" in vars(args):  # the commands that sign tokens: serve, run, token
+        if args.signing_key is None:
+            # An empty variable is an unset one, as CI systems leave a secret they lack.
+            args.signing_key, source = os.environ.get(KEY_VARIABLE) or None, KEY_VARIABLE
+        else:
+            source = "--signing-key"
+        problem = key_problem(args.signing_key) if args.signing_key is not None else None
+        if problem:
+            return EXIT_USAGE, f"{source}: {problem}"
     port = getattr(args, "port", None)
     if port is not None and not 0 <= port <= 65535:
         return EXIT_CANNOT_BIND, (
@@ -835,6 +837,8 @@ def _main(argv: Sequence[str] | None) -> int:
         global _STARTING_FILE_LIMIT
         _STARTING_FILE_LIMIT = raise_file_limit()
     try:
+        if args.command in proxy_cli.COMMANDS:
+            return proxy_cli.run(args, _Server)
         if args.command == "serve":
             return serve(args)
         return run(args, command) if args.command == "run" else token(args)

@@ -124,6 +124,20 @@ def _operations_of(name: str) -> Iterator[Operation]:
 
 
 @cache
+def definitions() -> dict[str, dict[str, Any]]:
+    """Every operation of the platform API as its spec document defines it (parameters,
+    request body, responses), every `$ref` resolved, by operationId: for checking traffic
+    that no Connexion app of the mock serves (the drift proxy's). Made once; do not change."""
+    found = {}
+    for name in PLATFORM_SPECS:
+        for item in resolve_refs(spec(name))["paths"].values():
+            for method, operation in item.items():
+                if method in METHODS:
+                    found[operation["operationId"]] = operation
+    return found
+
+
+@cache
 def operations() -> dict[str, Operation]:
     """Every operation of the platform API (not the admin API), by operationId."""
     return {op.operation_id: op for name in PLATFORM_SPECS for op in _operations_of(name)}

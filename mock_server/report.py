@@ -76,13 +76,19 @@ def rules_broken(entry: Entry) -> list[str]:
     message where the request has a violation per place, else the condition's code and
     message (`40101: No bearer token...`). Indexes in field paths are dropped, values kept
     out, so that every request that broke one rule is counted under one name."""
+    return rule_names(entry.details) or [f"{entry.code}: {errors.condition(entry.code)}"]
+
+
+def rule_names(details: list[dict[str, Any]]) -> list[str]:
+    """The rules a request's violations (`details`) broke, named as `rules_broken` names
+    them: the place in the request, indexes dropped, values kept out."""
     named = []
-    for detail in entry.details[:MAX_SHOWN_DETAILS]:
+    for detail in details[:MAX_SHOWN_DETAILS]:
         field_ = _INDEX.sub("[]", str(detail.get("field", "")))
         name = " ".join(part for part in (str(detail.get("location", "")), field_) if part)
         if name and name not in named:
             named.append(name)
-    return named or [f"{entry.code}: {errors.condition(entry.code)}"]
+    return named
 
 
 @dataclass

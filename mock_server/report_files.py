@@ -42,11 +42,11 @@ class TargetError(ValueError):
     """A `--report` value that cannot be used, saying why."""
 
 
-def targets(values: Iterable[str]) -> dict[str, Path]:
+def targets(values: Iterable[str], basename: str = BASENAME) -> dict[str, Path]:
     """Where each format is written, from `--report` values: `FORMAT=PATH`; a path whose
     suffix is a format's (`.json`, `.txt`, `.xml`, `.md`); or a directory, which receives
-    `contract-report.*` in every format. Refuses a format named twice and two formats on
-    one file, however each names it (`same_file`)."""
+    `<basename>.*` (`contract-report.*`) in every format. Refuses a format named twice and
+    two formats on one file, however each names it (`same_file`)."""
     chosen: dict[str, Path] = {}
     by_suffix = {suffix: name for name, suffix in FORMATS.items()}
     for value in values:
@@ -63,7 +63,7 @@ def targets(values: Iterable[str]) -> dict[str, Path]:
             pairs = [(by_suffix[Path(value).suffix.lower()], Path(value))]
         else:
             directory = Path(value)
-            pairs = [(name, directory / f"{BASENAME}{ext}") for name, ext in FORMATS.items()]
+            pairs = [(name, directory / f"{basename}{ext}") for name, ext in FORMATS.items()]
         for name, path in pairs:
             if name in chosen:
                 raise TargetError(f"the {name} report is named twice: {chosen[name]} and {path}")
@@ -140,11 +140,17 @@ def _target_problem(path: Path) -> str | None:
     return None
 
 
-def write(report: dict[str, Any], chosen: dict[str, Path]) -> list[Path]:
-    """Write the report in each chosen format; the paths written, in order."""
+def write(
+    report: dict[str, Any],
+    chosen: dict[str, Path],
+    renderers: dict[str, Callable[[dict[str, Any]], str]] | None = None,
+) -> list[Path]:
+    """Write the report in each chosen format (with the contract report's renderers, or
+    those given: another kind of report's); the paths written, in order."""
+    renderers = RENDERERS if renderers is None else renderers
     for name, path in chosen.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_regular(path, RENDERERS[name](report))
+        _write_regular(path, renderers[name](report))
     return list(chosen.values())
 
 
@@ -164,7 +170,7 @@ def to_json(report: dict[str, Any]) -> str:
     return escape.json_text(report, indent=2) + "\n"
 
 
-def _clip(value: Any, limit: int = MAX_CELL) -> str:
+def clip(value: Any, limit: int = MAX_CELL) -> str:
     """A client's text cut to `limit` characters (before escaping, which at most sextuples
     it): a line of a report has a bounded size whatever was sent."""
     shown = str(value)
@@ -188,7 +194,7 @@ def _tests_named(rule: dict[str, Any], limit: int = 3) -> list[str]:
 def _example_line(example: dict[str, Any]) -> str:
     """An offending request in one line: what was sent and what it broke, as the client sent
     it (the caller escapes it for its sink)."""
-    return _clip(f"{example['request']} -> {example['status']} {example['message']}", 400)
+    return clip(f"{example['request']} -> {example['status']} {example['message']}", 400)
 
 
 def text(report: dict[str, Any]) -> str:
@@ -219,10 +225,10 @@ def text(report: dict[str, Any]) -> str:
         if missing and usage["calls"]:
             lines.append(f"    never exercised: {missing}")
         for rule in usage["violationGroups"]:
-            tests = ", ".join(map(escape.text, map(_clip, _tests_named(rule))))
+            tests = ", ".join(map(escape.text, map(clip, _tests_named(rule))))
             by = f" by {tests}" if tests else ""
             lines.append(
-                f"    VIOLATION {escape.text(_clip(rule['rule']))}: {rule['count']} request(s){by}"
+                f"    VIOLATION {escape.text(clip(rule['rule']))}: {rule['count']} request(s){by}"
             )
             for example in rule["examples"][:1]:
                 lines.append(f"      e.g. {escape.text(_example_line(example))}")
@@ -253,16 +259,65 @@ def _example_text(example: dict[str, Any]) -> list[str]:
     broke; as the client sent it (the caller escapes it for its sink)."""
     lines = [_example_line(example)]
     if example["test"]:
-        lines.append(f"sent by {_clip(example['test'])}")
+        lines.append(f"sent by {clip(example['test'])}")
     if example["query"]:
-        lines.append(f"query: {_clip(json.dumps(example['query']), 1000)}")
+        lines.append(f"query: {clip(json.dumps(example['query']), 1000)}")
     if example["body"] not in (None, ""):
-        lines.append(f"body: {_clip(json.dumps(example['body']), 1000)}")
+        lines.append(f"body: {clip(json.dumps(example['body']), 1000)}")
     lines += [
-        _clip(f"  {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}")
+        clip(f"  {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}")
         for d in example["details"]
     ]
     return lines
+
+
+class JUnit:
+    """A JUnit XML document of one test suite, in the shape of junit-10.xsd (the schema CI
+    servers validate against): `testsuites` with one `testsuite`, whose counts are kept as
+    cases are added. Every name and message is a client's or a target's text, escaped."""
+
+    def __init__(self, suite: str, root: str = "platform-mock"):
+        self._suite = ET.Element("testsuite", name=suite)
+        self._root = root
+        self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+
+    def case(self, classname: str, name: str) -> ET.Element:
+        self._counts["tests"] += 1
+        return ET.SubElement(
+            self._suite, "testcase", classname=classname, name=escape.text(clip(name)), time="0"
+        )
+
+    def fail(self, case: ET.Element, message: str, lines: list[str], kind: str) -> None:
+        """The case failed: what it checked does not hold (`lines` say how, one per line)."""
+        self._outcome(case, "failure", message, lines, kind)
+
+    def error(self, case: ET.Element, message: str, lines: list[str], kind: str) -> None:
+        """The case could not be run to its end (what it needed did not answer)."""
+        self._outcome(case, "error", message, lines, kind)
+
+    def skip(self, case: ET.Element, message: str) -> None:
+        self._counts["skipped"] += 1
+        ET.SubElement(case, "skipped", message=escape.text(message))
+
+    def _outcome(
+        self, case: ET.Element, tag: str, message: str, lines: list[str], kind: str
+    ) -> None:
+        self._counts["failures" if tag == "failure" else "errors"] += 1
+        outcome = ET.SubElement(case, tag, type=kind)
+        outcome.set("message", escape.text(message))
+        # Each line escaped apart: a line break of the report's own, never a client's.
+        outcome.text = "\n".join(map(escape.text, lines))
+
+    def xml(self) -> str:
+        root = ET.Element("testsuites", name=self._root)
+        for key in ("tests", "failures", "errors"):
+            root.set(key, str(self._counts[key]))
+        for key, value in self._counts.items():
+            self._suite.set(key, str(value))
+        self._suite.set("time", "0")
+        root.append(self._suite)
+        ET.indent(root)
+        return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def junit(report: dict[str, Any]) -> str:
@@ -270,56 +325,33 @@ def junit(report: dict[str, Any]) -> str:
     that stay the same from run to run: a case per check of the verdict, a case per operation
     (skipped when never called), and a failing case per rule an operation's requests broke,
     its count, tests and first requests in the failure."""
-    suite = ET.Element("testsuite", name="platform API contract")
-    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-
-    def case(classname: str, name: str) -> ET.Element:
-        counts["tests"] += 1
-        return ET.SubElement(
-            suite, "testcase", classname=classname, name=escape.text(_clip(name)), time="0"
-        )
-
-    def fail(element: ET.Element, message: str, detail: str) -> None:
-        counts["failures"] += 1
-        failure = ET.SubElement(element, "failure", type="ContractViolation")
-        failure.set("message", escape.text(message))
-        failure.text = detail
-
+    document = JUnit("platform API contract")
     verdict = _verdict(report)
     for check in verdict["checks"] if verdict else ():
-        checked = case("contract.verdict", CHECK_NAMES[check["check"]])
+        checked = document.case("contract.verdict", CHECK_NAMES[check["check"]])
         if not check["passed"]:
-            gaps_ = "\n".join(gaps(report)) if check["check"] == "coverage" else ""
-            fail(checked, check["summary"], gaps_)
+            gaps_ = gaps(report) if check["check"] == "coverage" else []
+            document.fail(checked, check["summary"], gaps_, "ContractViolation")
     for op_id, usage in report["operations"].items():
         classname = "contract." + ("unrouted" if op_id == UNROUTED else op_id)
         if op_id != UNROUTED:
-            kept = case(classname, f"{op_id} keeps the contract")
+            kept = document.case(classname, f"{op_id} keeps the contract")
             if not usage["calls"]:
-                counts["skipped"] += 1
-                ET.SubElement(kept, "skipped", message="never called")
+                document.skip(kept, "never called")
         for rule in usage["violationGroups"]:
-            broken = case(classname, f"{op_id}: {rule['rule']}")
+            broken = document.case(classname, f"{op_id}: {rule['rule']}")
             tests = ", ".join(_tests_named(rule, MAX_TESTS))
-            message = f"{rule['count']} request(s) broke {_clip(rule['rule'])}"
+            message = f"{rule['count']} request(s) broke {clip(rule['rule'])}"
             detail = [message + (f", sent by {tests}" if tests else "")]
             for example in rule["examples"]:
                 detail += ["", *_example_text(example)]
-            fail(broken, message, "\n".join(map(escape.text, detail)))
-    root = ET.Element("testsuites", name="platform-mock")
-    for key in ("tests", "failures", "errors"):
-        root.set(key, str(counts[key]))
-    for key, value in counts.items():
-        suite.set(key, str(value))
-    suite.set("time", "0")
-    root.append(suite)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+            document.fail(broken, message, detail, "ContractViolation")
+    return document.xml()
 
 
 def _cell(value: Any) -> str:
     """A client's text in a Markdown table cell: a code span, bounded."""
-    return escape.markdown_code(_clip(value), in_table=True)
+    return escape.markdown_code(clip(value), in_table=True)
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -422,7 +454,7 @@ def error_annotations(report: dict[str, Any]) -> list[str]:
             )
             break
         tests = ", ".join(_tests_named(rule))
-        message = f"{rule['count']} request(s) broke {_clip(rule['rule'])}"
+        message = f"{rule['count']} request(s) broke {clip(rule['rule'])}"
         if tests:
             message += f", sent by {tests}"
         if rule["examples"]:

@@ -37,6 +37,7 @@ MAX_DETAILS = 100  # violations listed in one error body
 MAX_DEPTH = 64  # levels of nesting a JSON value may have (orjson writes at most 255)
 UTF8_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")  # ASCII is UTF-8 too
 Detail = dict[str, t.Any]
+Ruled = tuple[str, Detail]  # a violation and the JSON Schema keyword it broke
 
 # Keywords of OpenAPI 3.0 schemas that JSON Schema does not have.
 _OPENAPI_ONLY = frozenset({"nullable", "discriminator", "example", "xml", "externalDocs"})
@@ -121,20 +122,29 @@ def _join(prefix: str, name: str) -> str:
 
 def explain(error: ValidationError, location: str, prefix: tuple = ()) -> list[Detail]:
     """One detail per violation in a jsonschema error, following the discriminator of a oneOf."""
+    return [detail for _, detail in _explained(error, location, prefix)]
+
+
+def _explained(error: ValidationError, location: str, prefix: tuple) -> list[Ruled]:
     where = field_path([*prefix, *error.absolute_path])
     instance, schema = error.instance, error.schema
     if error.validator == "required":
         match = re.match(r"'(.+)' is a required property", error.message)
         name = match.group(1) if match else ""
-        return [{"location": location, "field": _join(where, name), "message": "is required"}]
+        detail = {"location": location, "field": _join(where, name), "message": "is required"}
+        return [("required", detail)]
     if error.validator == "additionalProperties" and isinstance(instance, dict):
         allowed = set(schema.get("properties", {}))
         return [
-            {
-                "location": location,
-                "field": _join(where, extra),
-                "message": f"is not a field of this object (allowed: {', '.join(sorted(allowed))})",
-            }
+            (
+                "additionalProperties",
+                {
+                    "location": location,
+                    "field": _join(where, extra),
+                    "message": "is not a field of this object "
+                    f"(allowed: {', '.join(sorted(allowed))})",
+                },
+            )
             for extra in sorted(set(instance) - allowed)
         ]
     if error.validator == "oneOf" and "discriminator" in schema and isinstance(instance, dict):
@@ -142,41 +152,94 @@ def explain(error: ValidationError, location: str, prefix: tuple = ()) -> list[D
         index = discriminated_index(instance, schema)
         if index is not None:
             found = [e for e in error.context or () if e.relative_schema_path[0] == index]
-            return [d for e in found for d in explain(e, location, prefix)]
+            return [pair for e in found for pair in _explained(e, location, prefix)]
         choices = [v["properties"][prop]["enum"][0] for v in schema["oneOf"]]
-        return [
-            {
-                "location": location,
-                "field": _join(where, prop),
-                "message": f"must be one of {', '.join(choices)}",
-            }
-        ]
-    return [{"location": location, "field": where, "message": error.message}]
+        detail = {
+            "location": location,
+            "field": _join(where, prop),
+            "message": f"must be one of {', '.join(choices)}",
+        }
+        return [("enum", detail)]
+    detail = {"location": location, "field": where, "message": error.message}
+    return [(str(error.validator), detail)]
 
 
 def violations(
     schema: CompiledSchema, instance: t.Any, location: str, prefix: tuple = ()
 ) -> list[Detail]:
     """Every violation of the schema by the instance, explained; [] when it is valid."""
+    return [detail for _, detail in ruled_violations(schema, instance, location, prefix)]
+
+
+def ruled_violations(
+    schema: CompiledSchema, instance: t.Any, location: str, prefix: tuple = ()
+) -> list[Ruled]:
+    """Every violation of the schema by the instance, each with the JSON Schema keyword it
+    broke (`required`, `additionalProperties`, `type`, `enum`, `pattern`, ...; an empty
+    keyword when only jsonschema-rs could say); [] when it is valid."""
     if schema.is_valid(instance):
         return []
     # A body of half a million wrong items has as many violations: explaining them all would
     # hold the event loop for seconds and answer tens of megabytes. The first ones say it.
     found = [
-        detail
+        pair
         for error in itertools.islice(schema.explainer.iter_errors(instance), MAX_DETAILS)
-        for detail in explain(error, location, prefix)
+        for pair in _explained(error, location, prefix)
     ][:MAX_DETAILS]
     if not found and schema.fast is not None:
         # jsonschema-rs is the stricter of the two (it checks formats jsonschema may skip).
         try:
             found = [
-                {"location": location, "field": field_path([*prefix, *e.instance_path]),
-                 "message": e.message}
+                ("", {"location": location, "field": field_path([*prefix, *e.instance_path]),
+                      "message": e.message})
                 for e in schema.fast.iter_errors(instance)
             ]  # fmt: skip
         except Exception:
             found = []
+    return found
+
+
+def stream_events(raw: bytes) -> list[dict[str, str]]:
+    """The events of a server-sent event stream, each as its fields (`event`, `data`, ...);
+    a line without a colon is a field with an empty value, as the format has it. Raises
+    UnicodeDecodeError for a stream that is not UTF-8."""
+    events = []
+    for block in raw.decode("utf-8").replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):  # a comment
+                continue
+            name, _, value = line.partition(":")
+            fields[name] = value.removeprefix(" ")
+        if fields:
+            events.append(fields)
+    return events
+
+
+def stream_violations(schema: dict, events: list[dict[str, str]], cls: type) -> list[Ruled]:
+    """Every violation of a server-sent event stream of the contract, whose schema describes
+    one event, `{"event", "data"}`, as OpenAPI before 3.2 does: each event is checked against
+    it, the JSON in its `data` against the schema its `x-data-schema` names, and the `type`
+    in the data must be the one its `event` line names. Each with the keyword it broke."""
+    found: list[Ruled] = []
+    data_schema = schema.get("properties", {}).get("data", {}).get("x-data-schema")
+    for index, event in enumerate(events):
+        where = ("event", str(index))
+        found += ruled_violations(compiled(schema, cls), event, "response", where)
+        if found or data_schema is None:
+            continue
+        try:
+            data = read_json(event["data"])
+        except ValueError as exc:
+            detail = {"location": "response", "field": field_path([*where, "data"]),
+                      "message": f"is not JSON: {exc}"}  # fmt: skip
+            found.append(("type", detail))
+            continue
+        found += ruled_violations(compiled(data_schema, cls), data, "response", (*where, "data"))
+        if not found and isinstance(data, dict) and data.get("type") != event["event"]:
+            detail = {"location": "response", "field": ".".join(where),
+                      "message": "event names another type than its data"}  # fmt: skip
+            found.append(("const", detail))
     return found
 
 

@@ -133,6 +133,9 @@ SHARED_SETUP_FIRST = (
     "test_plugin_ci.py",
     "test_run_command.py",
     "test_run_ci.py",
+    "test_drift_command.py",
+    "test_drift.py",
+    "test_recording.py",
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import venv
@@ -96,3 +97,18 @@ def test_installed_command_serves_with_the_printed_token(installed, tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+@pytest.mark.platform_mock(expect_violations=True)  # its error checks break it on purpose
+def test_installed_command_checks_a_platform_for_drift(installed, server, mock, tmp_path):
+    # The wheel's own dependencies carry the drift check's client (httpx).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PLATFORM_"))}
+    done = subprocess.run(
+        [str(installed / "bin/platform-mock"), "drift", "--target", server.url],
+        env={**env, "TFY_API_KEY": mock.auth.dev_token()},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, "drift check PASSED" in done.stderr) == (0, True), done.stderr

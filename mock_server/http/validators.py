@@ -56,6 +56,8 @@ from mock_server.validation import (
     number_problem,
     read_json,
     scalar_type,
+    stream_events,
+    stream_violations,
     summary,
     violations,
     with_defaults,
@@ -486,36 +488,12 @@ class EventStreamResponseValidator(JSONResponseValidator):
     must be the one the `event` line names."""
 
     def _parse(self, stream: t.Generator[bytes, None, None]) -> t.Any:
-        events = []
-        for block in b"".join(stream).decode("utf-8").split("\n\n"):
-            if block.strip():
-                fields = dict(line.split(": ", 1) for line in block.split("\n"))
-                events.append(fields)
-        return events
+        return stream_events(b"".join(stream))
 
     def _validate(self, body: t.Any) -> None:
-        details: list[Detail] = []
-        data_schema = self._schema.get("properties", {}).get("data", {}).get("x-data-schema")
-        for index, event in enumerate(body):
-            where = ("event", str(index))
-            details += violations(
-                compiled(self._schema, Draft4ResponseValidator), event, "response", where
-            )
-            if details or data_schema is None:
-                continue
-            data = orjson.loads(event["data"])
-            details += violations(
-                compiled(data_schema, Draft4ResponseValidator), data, "response", (*where, "data")
-            )
-            if not details and data.get("type") != event["event"]:
-                details.append(
-                    {
-                        "location": "response",
-                        "field": ".".join(where),
-                        "message": "event names another type than its data",
-                    }
-                )
-        if details:
+        found = stream_violations(self._schema, body, Draft4ResponseValidator)
+        if found:
+            details = [detail for _, detail in found]
             raise errors.MockFailure(
                 "The mock produced a response that breaks its contract: " + summary(details),
                 details=details,

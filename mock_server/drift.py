@@ -1,0 +1,479 @@
+"""The drift report: where a target platform's answers and the contract disagree.
+
+`check` compares one answer of a target with what the contract documents for its operation:
+a status the operation does not document; a media type it does not document for that
+status; a body that breaks the documented schema, each violation classified (a field the
+contract does not have, a required field missing, a value of another type, an enum value the
+contract does not list, any other rule); an error code the contract's table does not give
+for the status, or a `statusCode` that is not the status. `DriftReport` counts each
+difference per operation, with an example, and keeps apart what is not drift: requests the
+contract does not cover (forwarded and listed), requests that broke the contract themselves
+(the client's doing), and answers the target failed to give (timeouts, connection errors).
+`judge` gives the verdict; `mock_server.drift_files` writes the report in each format.
+
+A report has a bounded size whatever the traffic: differences are grouped by operation,
+kind, field (indexes dropped: `data[].status`) and value found, each group with its count
+(of answers that showed it) and its first example; past MAX_GROUPS groups per operation,
+and MAX_UNCOVERED paths not covered, the rest are counted.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from typing import Any
+
+from connexion.json_schema import Draft4ResponseValidator
+
+from mock_server import contract, errors
+from mock_server.contract import Operation
+from mock_server.journal import Entry, read_body
+from mock_server.redact import masked, masked_text
+from mock_server.report import percent, rule_names
+from mock_server.validation import (
+    Detail,
+    compiled,
+    read_json,
+    ruled_violations,
+    stream_events,
+    stream_violations,
+)
+
+# The kinds of difference, as the report names them.
+STATUS = "status"  # a status the operation does not document
+MEDIA_TYPE = "media type"  # a Content-Type the contract does not document for the status
+BODY = "body"  # a body that cannot be read as its media type
+UNDOCUMENTED_FIELD = "undocumented field"
+MISSING_FIELD = "missing required field"
+TYPE = "type"
+ENUM_VALUE = "enum value"
+VALUE = "value"  # any other rule of a schema (pattern, range, format, ...)
+ERROR_CODE = "error code"
+_BY_KEYWORD = {
+    "additionalProperties": UNDOCUMENTED_FIELD,
+    "required": MISSING_FIELD,
+    "type": TYPE,
+    "enum": ENUM_VALUE,
+}
+# How a target failed to answer: never drift.
+TIMEOUT = "timeout"
+TARGET_ERROR = "error"
+
+MAX_GROUPS = 50  # kinds of difference kept apart per operation; past it, counted
+MAX_UNCOVERED = 50  # distinct requests the contract does not cover kept by name
+MAX_SHOWN_TEXT = 300  # characters of any text of an example
+_INDEXES = re.compile(r"\[[0-9]+\]|\.[0-9]+(?=\.|$)")
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[([0-9]+)\]")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way an answer differs from the contract: its kind, the field it is in (`""` for
+    the answer as a whole), what the target sent there (a value, a type, a status, a code;
+    `""` when the field and kind say it all) and why the contract disagrees."""
+
+    kind: str
+    field: str
+    found: str
+    message: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes two differences the same: the kind, the field without its indexes, and
+        what was found."""
+        return (self.kind, _INDEXES.sub("[]", self.field), self.found)
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "field": self.field,
+            "found": self.found,
+            "message": self.message,
+        }
+
+
+@dataclass
+class Exchange(Entry):
+    """One request forwarded to the target and what came back, as the proxy journals it: the
+    request as `Entry` keeps one (no credential is among its headers), the target's status
+    and error body (`status`, `code`, `message`, `details`), its answer's media type and body
+    (credentials masked, cut at the journal's limit), and what the checks found."""
+
+    response_type: str = ""
+    response_body: bytes = b""
+    request_problems: list[Detail] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+    failure: str | None = None  # TIMEOUT or TARGET_ERROR: the target gave no answer
+    unchecked: str | None = None  # why an answer was forwarded without a check
+
+    @property
+    def violation(self) -> bool:
+        """Whether the request itself broke the contract (found by the proxy's check)."""
+        return bool(self.request_problems)
+
+    @cached_property
+    def size(self) -> int:
+        found = sum(len(d.field) + len(d.found) + len(d.message) for d in self.differences)
+        return super().size + len(self.response_body) + 2 * found
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **super().to_dict(),
+            "responseType": self.response_type,
+            "responseBody": read_body(self.response_body),
+            "requestProblems": self.request_problems,
+            "differences": [d.to_dict() for d in self.differences],
+            "failure": self.failure,
+            "unchecked": self.unchecked,
+        }
+
+
+# -- checking one answer -------------------------------------------------------------------
+
+
+@cache
+def error_codes() -> dict[int, frozenset[int]]:
+    """The codes the contract's table gives each error status."""
+    found: dict[int, set[int]] = {}
+    for cls in errors.error_classes():
+        found.setdefault(cls.status, set()).add(cls.code)
+    return {status: frozenset(codes) for status, codes in found.items()}
+
+
+def media_type(content_type: str) -> str:
+    """A Content-Type's media type, lower-cased, without its parameters."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def check(
+    operation_id: str, status: int, content_type: str, body: bytes, *, head: bool = False
+) -> list[Difference]:
+    """How one answer of the target to a request of `operation_id` differs from the
+    contract; [] when it is as documented. `head`: the answer to a HEAD, which has no body."""
+    responses = contract.definitions()[operation_id]["responses"]
+    documented = responses.get(str(status))
+    if documented is None:
+        listed = ", ".join(sorted(responses))
+        return [Difference(STATUS, "", str(status), f"{operation_id} documents {listed}")]
+    content = documented.get("content") or {}
+    if head or not content:
+        return []
+    media = media_type(content_type)
+    if media not in content:
+        shown = media or "none"
+        return [Difference(MEDIA_TYPE, "", shown, f"the contract documents {', '.join(content)}")]
+    schema = content[media].get("schema") or {}
+    try:
+        text = body.decode("utf-8")
+        if media == "text/event-stream":
+            value: Any = stream_events(body)
+            found = stream_violations(schema, value, Draft4ResponseValidator)
+        else:
+            value = read_json(text)
+            found = ruled_violations(compiled(schema, Draft4ResponseValidator), value, "response")
+    except (UnicodeDecodeError, ValueError) as exc:
+        return [Difference(BODY, "", "", _clip(f"is not {media}: {exc}"))]
+    differences = [_classified(keyword, detail, value) for keyword, detail in found]
+    if status >= 400 and isinstance(value, dict):
+        differences += _error_code(status, value)
+    return differences
+
+
+def _classified(keyword: str, detail: Detail, body: Any) -> Difference:
+    kind = _BY_KEYWORD.get(keyword, VALUE)
+    where = str(detail.get("field", ""))
+    found = ""
+    if kind in (TYPE, ENUM_VALUE):
+        value = _at(body, where)
+        found = _json_type(value) if kind == TYPE else _clip(_shown(value))
+    return Difference(kind, where, found, _clip(masked_text(str(detail.get("message", "")))))
+
+
+def _error_code(status: int, body: dict[str, Any]) -> list[Difference]:
+    found = []
+    code, status_code = body.get("code"), body.get("statusCode")
+    allowed = error_codes().get(status, frozenset())
+    known = {str(c) for c in allowed}
+    if isinstance(code, int | str) and not isinstance(code, bool) and str(code) not in known:
+        said = (
+            f"the contract gives {status} the codes {', '.join(map(str, sorted(allowed)))}"
+            if allowed
+            else f"the contract has no code for {status}"
+        )
+        found.append(Difference(ERROR_CODE, "code", _clip(str(code)), said))
+    if isinstance(status_code, int) and not isinstance(status_code, bool) and status_code != status:
+        message = f"is not the status of the response, {status}"
+        found.append(Difference(ERROR_CODE, "statusCode", str(status_code), message))
+    return found
+
+
+def _at(value: Any, path: str) -> Any:
+    """The value at a field path (`data[2].status`) of a body; None if there is none."""
+    for name, index in _PATH_PART.findall(path):
+        if index and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        elif name and isinstance(value, dict):
+            value = value.get(name)
+        elif name.isdigit() and isinstance(value, list) and int(name) < len(value):
+            value = value[int(name)]
+        else:
+            return None
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
+def _clip(text: str, limit: int = MAX_SHOWN_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def _example(exchange: Exchange) -> dict[str, Any]:
+    """An exchange as a report shows it: the request and the status answered."""
+    query = "&".join(f"{k}={v}" for k, values in exchange.query.items() for v in values)
+    target = f"{exchange.path}?{query}" if query else exchange.path
+    return {
+        "request": _clip(masked_text(f"{exchange.method} {target}")),
+        "status": exchange.status,
+    }
+
+
+@dataclass
+class _Group:
+    """Answers that showed one difference, or requests that broke one rule, or failed alike."""
+
+    first: dict[str, Any]
+    count: int = 0
+
+
+@dataclass
+class _Operation:
+    calls: int = 0
+    checked: int = 0
+    unchecked: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    differences: dict[tuple[str, str, str], _Group] = field(default_factory=dict)
+    other_differences: int = 0
+    failures: dict[str, _Group] = field(default_factory=dict)
+    violations: dict[str, _Group] = field(default_factory=dict)
+    violating: int = 0  # requests that broke the contract (each may break several rules)
+
+
+class DriftReport:
+    """Accumulates a proxy's exchanges into a per-operation drift report (thread-safe)."""
+
+    def __init__(self, target: str, operations: dict[str, Operation] | None = None):
+        self.target = target
+        self._operations = operations if operations is not None else contract.operations()
+        self._lock = threading.Lock()
+        self._usage = {op: _Operation() for op in self._operations}
+        self._uncovered: Counter[str] = Counter()
+        self._other_uncovered = 0
+
+    def add(self, exchange: Entry) -> None:
+        """Count one exchange (a journal observer: the proxy's journal holds exchanges)."""
+        assert isinstance(exchange, Exchange)
+        with self._lock:
+            if exchange.operation_id not in self._usage:
+                self._not_covered(exchange)
+                return
+            usage = self._usage[exchange.operation_id]
+            usage.calls += 1
+            usage.statuses[
+                str(exchange.status) if exchange.failure is None else exchange.failure
+            ] += 1
+            if exchange.failure is not None:
+                group = usage.failures.setdefault(
+                    exchange.failure,
+                    _Group({**_example(exchange), "message": _clip(exchange.message or "")}),
+                )
+                group.count += 1
+            elif exchange.unchecked:
+                usage.unchecked += 1
+            else:
+                usage.checked += 1
+            # A request that breaks the contract on purpose (the drift check's own) is no
+            # client's doing.
+            broke = exchange.violation and not exchange.expected
+            usage.violating += broke
+            for rule in rule_names(exchange.request_problems) if broke else ():
+                example = {**_example(exchange), "problems": exchange.request_problems[:10]}
+                usage.violations.setdefault(_clip(rule), _Group(masked(example))).count += 1
+            self._differences(usage, exchange, exchange.differences)
+
+    def add_differences(self, exchange: Exchange, differences: list[Difference]) -> None:
+        """Count differences found of an exchange already added (by a check that knew more of
+        the request than the contract says of every request: `platform-mock drift`'s)."""
+        with self._lock:
+            usage = self._usage.get(exchange.operation_id or "")
+            if usage is not None:
+                self._differences(usage, exchange, differences)
+
+    @staticmethod
+    def _differences(usage: _Operation, exchange: Exchange, differences: list[Difference]):
+        for key in dict.fromkeys(d.key for d in differences):  # each once per answer
+            difference = next(d for d in differences if d.key == key)
+            group = usage.differences.get(key)
+            if group is None and len(usage.differences) >= MAX_GROUPS:
+                usage.other_differences += 1
+                continue
+            if group is None:
+                example = {**_example(exchange), "field": difference.field}
+                group = usage.differences[key] = _Group({**example, "message": difference.message})
+            group.count += 1
+
+    def _not_covered(self, exchange: Exchange) -> None:
+        name = _clip(masked_text(f"{exchange.method} {exchange.path}"), 200)
+        if name in self._uncovered or len(self._uncovered) < MAX_UNCOVERED:
+            self._uncovered[name] += 1
+        else:
+            self._other_uncovered += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        with self._lock:
+            operations = {op: _operation_dict(usage) for op, usage in self._usage.items()}
+            checked = [op for op, usage in self._usage.items() if usage.checked]
+            drifting = [op for op, found in operations.items() if found["differences"]]
+            failures = Counter(
+                {
+                    kind: sum(
+                        u.failures[kind].count for u in self._usage.values() if kind in u.failures
+                    )
+                    for kind in (TIMEOUT, TARGET_ERROR)
+                }
+            )
+            return {
+                "target": self.target,
+                "summary": {
+                    "requests": sum(u.calls for u in self._usage.values())
+                    + sum(self._uncovered.values())
+                    + self._other_uncovered,
+                    "answersChecked": sum(u.checked for u in self._usage.values()),
+                    "answersUnchecked": sum(u.unchecked for u in self._usage.values()),
+                    "differences": sum(len(found["differences"]) for found in operations.values())
+                    + sum(found["otherDifferences"] for found in operations.values()),
+                    "operationsDrifting": drifting,
+                    "operationsChecked": len(checked),
+                    "operationsInContract": len(self._operations),
+                    "operationsNotChecked": [op for op in self._operations if op not in checked],
+                    "checkedPercent": percent(len(checked), len(self._operations)),
+                    "timeouts": failures[TIMEOUT],
+                    "targetErrors": failures[TARGET_ERROR],
+                    "requestViolations": sum(u.violating for u in self._usage.values()),
+                    "uncovered": sum(self._uncovered.values()) + self._other_uncovered,
+                },
+                "operations": operations,
+                "uncovered": {
+                    "requests": dict(self._uncovered.most_common()),
+                    "others": self._other_uncovered,
+                },
+            }
+
+
+def _operation_dict(usage: _Operation) -> dict[str, Any]:
+    if usage.differences or usage.other_differences:
+        verdict = "drifts"
+    else:
+        verdict = "agrees" if usage.checked else "not checked"
+    groups = sorted(usage.differences.items(), key=lambda item: (-item[1].count, item[0]))
+    return {
+        "verdict": verdict,
+        "calls": usage.calls,
+        "answersChecked": usage.checked,
+        "answersUnchecked": usage.unchecked,
+        "statuses": dict(sorted(usage.statuses.items())),
+        "differences": [
+            {
+                "kind": kind,
+                "field": where,
+                "found": found,
+                "count": group.count,
+                "message": group.first["message"],
+                "example": {k: v for k, v in group.first.items() if k != "message"},
+            }
+            for (kind, where, found), group in groups
+        ],
+        "otherDifferences": usage.other_differences,
+        "failures": [
+            {"kind": kind, "count": group.count, "example": group.first}
+            for kind, group in sorted(usage.failures.items())
+        ],
+        "requestViolations": [
+            {"rule": rule, "count": group.count, "example": group.first}
+            for rule, group in sorted(usage.violations.items(), key=lambda item: -item[1].count)
+        ],
+    }
+
+
+def judge(report: dict[str, Any]) -> dict[str, Any]:
+    """The verdict on a drift report (`to_dict()`): PASSED when the target answered and
+    every answer checked agreed with the contract. Two checks decide it, `drift` (no
+    difference) and `target` (every request answered, and at least one answer checked);
+    a failure to answer is never counted as drift. What decided nothing is in the notes."""
+    summary = report["summary"]
+    differences, drifting = summary["differences"], summary["operationsDrifting"]
+    checked = summary["answersChecked"]
+    if differences:
+        said = (
+            f"{differences} difference(s) between the target and the contract in "
+            f"{len(drifting)} operation(s): {', '.join(drifting)}"
+        )
+    else:
+        said = f"every answer checked ({checked}) agrees with the contract"
+    checks = [{"check": "drift", "passed": not differences, "summary": said}]
+    failed = summary["timeouts"] + summary["targetErrors"]
+    if failed:
+        answered = (
+            f"the target failed to answer {failed} request(s) ({summary['timeouts']} timed "
+            f"out, {summary['targetErrors']} failed): not drift, and not checked"
+        )
+    elif not checked:
+        answered = "no answer of the target was checked"
+    else:
+        answered = "the target answered every request"
+    checks.append({"check": "target", "passed": not failed and bool(checked), "summary": answered})
+    never = summary["operationsNotChecked"]
+    notes = [
+        f"{summary['operationsChecked']} of {summary['operationsInContract']} operations "
+        "checked" + (f" (never: {', '.join(never)})" if never else "")
+    ]
+    if summary["uncovered"]:
+        notes.append(
+            f"{summary['uncovered']} request(s) the contract does not cover: forwarded, not judged"
+        )
+    if summary["requestViolations"]:
+        notes.append(
+            f"{summary['requestViolations']} request(s) broke the contract themselves (the "
+            "client's doing, not drift)"
+        )
+    if summary["answersUnchecked"]:
+        notes.append(
+            f"{summary['answersUnchecked']} answer(s) too large to check, forwarded unchecked"
+        )
+    return {"passed": all(c["passed"] for c in checks), "checks": checks, "notes": notes}
+
+
+def drifted(verdict: dict[str, Any]) -> bool:
+    """Whether a verdict found drift (rather than only a target that failed to answer)."""
+    return any(c["check"] == "drift" and not c["passed"] for c in verdict["checks"])

@@ -1,0 +1,363 @@
+"""The `platform-mock proxy` and `platform-mock drift` commands: their options, and running them.
+
+`proxy` listens like `serve` and forwards every request to a target platform, checking both
+directions against the contract (`mock_server.proxy`); when stopped (Ctrl-C, SIGTERM) it
+writes the drift report (`--report`) and the recorded world (`--record`), and exits with the
+verdict. `drift` sends the read-only requests of `mock_server.drift_check` to a target with
+a token from the environment, prints the drift report and exits with the verdict.
+
+Exit statuses: 0 the target agrees with the contract; 1 it does not (drift); 2 a usage
+error; 3 the proxy cannot listen; 4 no drift found, but the target failed to answer (a
+timeout, a connection error) or no answer was checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import math
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any, cast
+from urllib.parse import urlsplit
+
+import uvicorn
+
+from mock_server import drift, drift_check, drift_files, escape, report_files
+from mock_server.coordinates import CONTROL_PLANE_PREFIX, base_url
+from mock_server.drift import Exchange
+from mock_server.http import request_log
+from mock_server.proxy import DEFAULT_TIMEOUT, Proxy, log_line
+from mock_server.recording import Recorder
+from mock_server.server import bind
+from mock_server.validation import number_problem
+
+COMMANDS = ("proxy", "drift")
+EXIT_DRIFT = 1
+EXIT_USAGE = 2
+EXIT_CANNOT_BIND = 3
+EXIT_TARGET = 4
+DEFAULT_TOKEN_VARIABLE = "TFY_API_KEY"  # where the platform's SDK and CLI read a token
+
+
+def _url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL")
+    if parts.username or parts.password:
+        raise argparse.ArgumentTypeError(
+            "a URL with credentials in it; the token goes in the Authorization header"
+        )
+    if parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(f"{text!r} has a query or fragment; give the base URL")
+    return text.rstrip("/")
+
+
+def _seconds(text: str) -> float:
+    problem = number_problem(text, "number")
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    value = float(text)
+    if not 0 < value <= 3600 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not more than 0 and at most 3600 seconds")
+    return value
+
+
+def _pages(text: str) -> int:
+    problem = number_problem(text, "integer")
+    if problem or not 1 <= int(text) <= 10_000:
+        raise argparse.ArgumentTypeError(problem or f"{text} is not from 1 to 10000")
+    return int(text)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        required=True,
+        type=_url,
+        metavar="URL",
+        help="the platform's base URL (its control plane is under /api/svc/v1)",
+    )
+    parser.add_argument(
+        "--gateway-target",
+        type=_url,
+        metavar="URL",
+        help="the gateway's base URL, if not TARGET/gateway",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="seconds the target may take to connect or between two reads of an answer, "
+        f"after which the request counts as a timeout, not drift (default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--report",
+        dest="drift_report",
+        action="append",
+        default=[],
+        metavar="DIR|FILE|FORMAT=FILE",
+        help="write the drift report: into a directory (drift-report.json, .txt, .xml and "
+        ".md), to a file whose suffix names its format, or as FORMAT=FILE with FORMAT one of "
+        f"{', '.join(report_files.FORMATS)} (repeatable)",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="write what the answers showed of the target's world as a fixture document "
+        "(serve --no-default-fixtures --fixtures FILE loads it)",
+    )
+
+
+def add_commands(commands: Any) -> None:
+    """Add `proxy` and `drift` to the command's subparsers."""
+    proxy = commands.add_parser(
+        "proxy",
+        help="forward to a platform, checking its answers against the contract",
+        description="Listen like serve and forward every request to the target platform with "
+        "the caller's own credentials, checking the request and the target's answer against "
+        "the contract. When stopped (Ctrl-C or SIGTERM), write the drift report and the "
+        "recorded world, and exit 0 if every answer agreed, 1 on drift, 4 if the target "
+        "failed to answer.",
+    )
+    _common(proxy)
+    proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    proxy.add_argument(
+        "--port",
+        type=_port,
+        default=8080,
+        help="port to bind; 0 picks a free one (default 8080)",
+    )
+    proxy.add_argument(
+        "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
+    )
+    proxy.add_argument("--quiet", action="store_true", help="no line per request")
+    check = commands.add_parser(
+        "drift",
+        help="check a platform against the contract with read-only requests",
+        description="Send read-only requests of the contract's operations to the target "
+        "platform (with the token in $TFY_API_KEY, or the variable --token-env names), "
+        "print the drift report, and exit 0 if every answer agreed with the contract, 1 on "
+        "drift, 4 if the target failed to answer. Nothing that changes the target is sent, "
+        "unless --create-token asks for it.",
+    )
+    _common(check)
+    check.add_argument(
+        "--token-env",
+        default=DEFAULT_TOKEN_VARIABLE,
+        metavar="VARIABLE",
+        help=f"the environment variable holding the token (default {DEFAULT_TOKEN_VARIABLE})",
+    )
+    check.add_argument(
+        "--job", action="append", default=[], metavar="ID", help="a job to read the runs of"
+    )
+    check.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a secret to list the deployments of",
+    )
+    check.add_argument(
+        "--response",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a model response of the gateway to read",
+    )
+    check.add_argument(
+        "--max-pages",
+        type=_pages,
+        default=10,
+        metavar="N",
+        help="pages of 100 runs read per job at most (default 10)",
+    )
+    check.add_argument(
+        "--create-token",
+        metavar="NAME",
+        help="also check getOrCreatePersonalAccessToken by getting your token NAME, which "
+        "CREATES it on the target if you have none of that name",
+    )
+
+
+def _port(text: str) -> int:
+    problem = number_problem(text, "integer")
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return int(text)
+
+
+def _refusal(args: argparse.Namespace) -> str | None:
+    """Why the options cannot be used (checked before anything starts), if they cannot."""
+    try:
+        args.report_targets = report_files.targets(args.drift_report, drift_files.BASENAME)
+    except report_files.TargetError as exc:
+        return f"--report: {exc}"
+    for path in args.report_targets.values():
+        problem = report_files.target_problem(path)
+        if problem:
+            return f"--report: {problem}"
+    if args.record:
+        problem = report_files.target_problem(Path(args.record))
+        if problem:
+            return f"--record: {problem}"
+        if any(report_files.same_file(Path(args.record), p) for p in args.report_targets.values()):
+            return f"--record: {args.record} is also a report's file"
+    return None
+
+
+def run(args: argparse.Namespace, server_class: type[uvicorn.Server] = uvicorn.Server) -> int:
+    """Run `proxy` or `drift` (`args.command`); its exit status. `server_class` serves the
+    proxy (the command's own, whose stop signals end it cleanly)."""
+    refused = _refusal(args)
+    if refused:
+        print(f"platform-mock: {refused}", file=sys.stderr)
+        return EXIT_USAGE
+    recorder = Recorder() if args.record else None
+    if args.command == "drift":
+        return _drift(args, recorder)
+    return _proxy(args, recorder, server_class)
+
+
+def _new_proxy(args: argparse.Namespace, recorder: Recorder | None) -> Proxy:
+    return Proxy(
+        args.target,
+        gateway=args.gateway_target,
+        gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
+        timeout=args.timeout,
+        recorder=recorder,
+    )
+
+
+def _proxy(
+    args: argparse.Namespace, recorder: Recorder | None, server_class: type[uvicorn.Server]
+) -> int:
+    proxy = _new_proxy(args, recorder)
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        where = f"{args.host}:{args.port}"
+        print(f"platform-mock: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
+        return EXIT_CANNOT_BIND
+    host, port = sock.getsockname()[:2]
+    base = base_url(host, port)
+    print(
+        "\n".join(
+            [
+                "platform-mock proxy",
+                f"  control plane: {base}{CONTROL_PLANE_PREFIX}  ->  {args.target}",
+                f"  gateway:       {base}{proxy.router.gateway_prefix}  ->  {proxy.gateway}",
+                "  every request is forwarded with its own credentials; answers are checked "
+                "against the contract",
+            ]
+        ),
+        flush=True,
+    )
+    if not _is_loopback(args.host):
+        print(
+            f"  warning: listening on {args.host}: anyone who reaches it may use the platform "
+            "through it with their own token",
+            file=sys.stderr,
+        )
+    if not args.quiet:
+        # Through an outlet that never waits on the reader: the log is written on the loop.
+        proxy.log = _printer(cast(IO[str], request_log.outlet(sys.stdout) or sys.stdout))
+    config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False)
+    server_class(config).run(sockets=[sock])
+    return _finish(proxy, args, recorder, sys.stdout)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _printer(out: IO[str]) -> Any:
+    gone = False
+
+    def log(exchange: Exchange) -> None:
+        nonlocal gone
+        if gone:
+            return
+        try:
+            print(escape.text(log_line(exchange)), file=out, flush=True)
+        except (OSError, ValueError):  # the reader has gone (`| head`): the proxy goes on
+            gone = True
+
+    return log
+
+
+def _drift(args: argparse.Namespace, recorder: Recorder | None) -> int:
+    token = os.environ.get(args.token_env, "").strip()
+    if not token:
+        print(
+            f"platform-mock: no token: set {args.token_env} to a token of the target "
+            "(the drift check reads it from the environment, never from its arguments)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    proxy = _new_proxy(args, recorder)
+    asked = drift_check.Asked(
+        jobs=args.job,
+        secrets=args.secret,
+        responses=args.response,
+        create_token=args.create_token,
+        max_pages=args.max_pages,
+    )
+    asyncio.run(drift_check.check(proxy, token, asked))
+    return _finish(proxy, args, recorder, sys.stdout, show=True)
+
+
+def _finish(
+    proxy: Proxy,
+    args: argparse.Namespace,
+    recorder: Recorder | None,
+    out: IO[str],
+    show: bool = False,
+) -> int:
+    """Judge the drift report, write it and the recording, and say the verdict: the exit
+    status."""
+    report = proxy.report.to_dict()
+    verdict = drift.judge(report)
+    report = {"verdict": verdict, **report}
+    status = 0
+    if args.report_targets:
+        try:
+            written = report_files.write(report, args.report_targets, drift_files.RENDERERS)
+        except OSError as exc:  # checked at start; the disk may have changed since
+            print(f"platform-mock: cannot write the drift report: {exc}", file=sys.stderr)
+            status = EXIT_USAGE
+        else:
+            shown = ", ".join(map(str, written))
+            print(f"platform-mock: drift report written to {shown}", file=sys.stderr)
+    if recorder is not None:
+        try:
+            path = recorder.write(args.record)
+        except OSError as exc:
+            print(f"platform-mock: cannot write the recording: {exc}", file=sys.stderr)
+            status = EXIT_USAGE
+        else:
+            print(f"platform-mock: recorded world written to {path}", file=sys.stderr)
+    try:
+        annotations = drift_files.github(report)
+    except OSError as exc:
+        print(f"platform-mock: cannot write the job summary: {exc}", file=sys.stderr)
+        status = status or EXIT_USAGE
+        annotations = []
+    # Printed once every file is written: a reader of standard output that goes away
+    # early (`| head`) ends the command, and must not cost the report.
+    if show:
+        print(drift_files.text(report), file=out, end="")
+    print("\n".join(annotations), file=sys.stdout, end="\n" if annotations else "")
+    line = escape.text(drift_files.verdict_line(verdict))
+    print(f"platform-mock: drift check {line}", file=sys.stderr)
+    if status:
+        return status
+    if drift.drifted(verdict):
+        return EXIT_DRIFT
+    return 0 if verdict["passed"] else EXIT_TARGET

@@ -1,0 +1,771 @@
+"""Recording a world: what a target platform's answers show of its entities, written as a
+fixture document the mock loads (`platform-mock serve --fixtures FILE`).
+
+The proxy hands the recorder each answered request of the contract (`observe`): its
+parameters, its JSON body, the status, the answer's JSON, and who the caller is (the claims
+of its token). Each operation shows part of the world, kept by id:
+
+- `getSession`, `getTenantId`: the tenant (name and id), the caller, its teams (the caller
+  a member of each), and the roles it holds;
+- `generateRoleBindingManifests`: grants, with their subjects and resources (by fqn: a
+  workspace's names its cluster), and the id of the subject or resource asked about;
+- `listJobRuns`: the job (id, name), the id of each deployment version its runs name, the
+  runs in full, and the users who triggered them;
+- `listSecretDeployments`: applications with their workspace, cluster, active version and
+  the deployments of it in full (manifest, ids, time, creator); the secrets the manifests
+  name (group and key), and a secret's id when a request asked for that one secret alone;
+- `getModelResponse`: the stored response, whole;
+- `getOrCreatePersonalAccessToken`: the token's record (never its value);
+- `stageArtifactVersion`, `applyArtifactVersionTags`, `markArtifactVersionStageFailure`,
+  `deleteSecretGroup`: the versions staged (manifest, ids, ML repo and its storage root),
+  their tags and failures, and the groups gone.
+
+Ids are kept, so the recorded requests find the same records in the mock. What no answer
+shows but a fixture needs is filled in, and the document's header comment names each
+placeholder: a secret integration (`recorded:unknown`), a secret's value (`<redacted>`), a
+workspace and cluster for a job seen only through its runs, the manifests of deployment
+versions no answer showed (a copy of a version seen, or a minimal one for its kind). A
+successful request shows access, too: where no recorded grant gives the caller the access an
+answer proves (reading a job's runs, writing an ML repo), the least grant that does is added
+and named in the header. Credentials never enter the document: token values are not read,
+secret values are placeholders, and every manifest is masked (`mock_server.redact`).
+
+The recorder is thread-safe and holds what it was shown, once per id: it grows with the world
+seen, not with the traffic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mock_server.redact import REDACTED, SECRET_REFERENCE, masked
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fixture-schema.yaml's `name`
+UNKNOWN_INTEGRATION = "recorded:unknown"
+PLACEHOLDER_CLUSTER = "recorded-cluster"
+PLACEHOLDER_WORKSPACE = "recorded-workspace"
+PLACEHOLDER_USER = "recorded-caller@recorded.invalid"
+ENDED = frozenset({"FINISHED", "FAILED", "TERMINATED"})
+KINDS_OF_APPLICATION = frozenset({"job", "service"})
+SUBJECT_TYPES = ("user", "team", "virtualaccount", "agent")
+# The roles a fixture may grant (fixture-schema.yaml): a kind of resource and a level.
+RESOURCE_TYPES = (
+    "cluster",
+    "workspace",
+    "secret-group",
+    "tenant",
+    "mlf-project",
+    "repository",
+    "provider-integration",
+    "provider-account",
+    "tracing-project",
+    "agent",
+    "agent-app",
+    "mcp-server",
+)
+ROLES = frozenset(
+    f"{kind}-{level}" for kind in RESOURCE_TYPES for level in ("admin", "editor", "viewer")
+)
+# Resources of a kind a fixture's `resources` section holds (the others have sections of their own).
+OTHER_RESOURCES = frozenset(
+    {
+        "repository",
+        "provider-integration",
+        "provider-account",
+        "tracing-project",
+        "agent-app",
+        "mcp-server",
+    }
+)
+LEVELS = {"read": ("viewer", "editor", "admin"), "write": ("editor", "admin"), "delete": ("admin",)}
+ARTIFACT_FOLDERS = ("artifacts", "models", "agent-skills")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request, from its token's claims: a subject's type, id and name (a user's
+    e-mail), and the tenant the token names."""
+
+    subject_type: str
+    subject_id: str
+    name: str
+    tenant: str | None = None
+
+    @property
+    def reference(self) -> str:
+        return f"{self.subject_type}:{self.name}"
+
+
+@dataclass
+class _Application:
+    id: str
+    name: str | None = None
+    type: str | None = None
+    workspace: str | None = None
+    application_set_id: str | None = None
+    created_by: str | None = None
+    active_version: int | None = None
+    deployments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class _World:
+    tenant: str | None = None
+    tenant_id: str | None = None
+    # Subjects by (type, name): their id and display name when known.
+    subjects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    members: dict[str, list[str]] = field(default_factory=dict)  # team -> user e-mails
+    clusters: dict[str, str | None] = field(default_factory=dict)
+    workspaces: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resources: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # secret groups by name
+    repos: dict[str, dict[str, Any]] = field(default_factory=dict)  # ML repos by name
+    grants: dict[tuple[str, str, str], None] = field(default_factory=dict)  # an ordered set
+    bound: set[str] = field(default_factory=set)  # subjects whose role bindings were read
+    session_roles: dict[str, list[str]] = field(default_factory=dict)  # subject -> roles
+    access: dict[tuple[str, str, str], None] = field(default_factory=dict)  # what answers proved
+    applications: dict[str, _Application] = field(default_factory=dict)
+    versions: dict[str, dict[str, Any]] = field(default_factory=dict)  # artifact versions by id
+    tokens: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    first_user: str | None = None
+
+
+class Recorder:
+    """What a target's answers showed of its world; `document()` is the fixture document."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._world = _World()
+
+    def observe(
+        self,
+        operation_id: str,
+        *,
+        path_params: dict[str, str],
+        query: dict[str, list[str]],
+        body: Any,
+        status: int,
+        answer: Any,
+        caller: Caller | None,
+    ) -> None:
+        """Learn from one answered request of the contract (only a 2xx shows anything)."""
+        if not 200 <= status < 300:
+            return
+        learn = _LEARNERS.get(operation_id)
+        if learn is None:
+            return
+        single = {key: values[0] for key, values in query.items() if len(values) == 1}
+        with self._lock:
+            world = self._world
+            if caller is not None:
+                _caller_seen(world, caller)
+            # An answer of another shape than the contract's (drift, which the report shows)
+            # teaches nothing more than what was learnt before the surprise.
+            with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError, IndexError):
+                learn(world, path_params, single, body, answer, caller)
+
+    def document(self) -> tuple[dict[str, Any], list[str]]:
+        """The fixture document of the world recorded, and the placeholders and inferred
+        grants it holds (one line each, for its header)."""
+        with self._lock:
+            return _Writer(copy.deepcopy(self._world)).document()
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """Write the fixture document to a YAML file (whole, or not at all)."""
+        document, notes = self.document()
+        header = [
+            "# A world recorded by platform-mock from a platform's answers; load it with",
+            "# `platform-mock serve --no-default-fixtures --fixtures FILE`.",
+        ]
+        if notes:
+            header.append("# Filled in where no answer showed it:")
+            header += [f"#   - {note}" for note in notes]
+        text = (
+            "\n".join(header) + "\n" + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        )
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=target.parent, delete=False, suffix=".part"
+        ) as out:
+            out.write(text)
+        os.replace(out.name, target)
+        return target
+
+
+# -- learning, per operation ---------------------------------------------------------------
+
+
+def _caller_seen(world: _World, caller: Caller) -> None:
+    _subject(world, caller.subject_type, caller.name, caller.subject_id)
+    if caller.subject_type == "user" and world.first_user is None:
+        world.first_user = caller.name
+    if caller.tenant and world.tenant is None:
+        world.tenant = caller.tenant
+
+
+def _subject(
+    world: _World, type_: str, name: Any, subject_id: Any = None, display: Any = None
+) -> str | None:
+    """Record a subject; its reference `type:name`, or None if a fixture cannot name it."""
+    if type_ not in SUBJECT_TYPES or not isinstance(name, str):
+        return None
+    if type_ == "user" and not re.fullmatch(r"[^@\s]+@[^@\s]+", name):
+        return None
+    if type_ != "user" and not NAME.fullmatch(name):
+        return None
+    known = world.subjects.setdefault((type_, name), {})
+    if isinstance(subject_id, str) and subject_id:
+        known["id"] = subject_id
+    if isinstance(display, str) and display:
+        known["displayName"] = display
+    return f"{type_}:{name}"
+
+
+def _subject_reference(world: _World, reference: Any) -> str | None:
+    """A subject reference of the contract (`createdBySubject`, `triggeredBySubject`)."""
+    if not isinstance(reference, dict):
+        return None
+    return _subject(
+        world,
+        str(reference.get("subjectType")),
+        reference.get("subjectSlug"),
+        reference.get("subjectId"),
+        reference.get("subjectDisplayName"),
+    )
+
+
+def _tenant(world: _World, name: Any, tenant_id: Any = None) -> None:
+    if isinstance(name, str) and NAME.fullmatch(name):
+        world.tenant = world.tenant or name
+        if isinstance(tenant_id, str) and tenant_id and name == world.tenant:
+            world.tenant_id = tenant_id
+
+
+def _learn_session(world, params, query, body, answer, caller) -> None:
+    user = answer["user"]
+    _tenant(world, user.get("tenantName"))
+    for account in user.get("accounts") or ():
+        _tenant(world, account.get("name"), account.get("id"))
+    subject_type = user.get("subjectType") or "user"
+    name = user.get("email") if subject_type == "user" else user.get("subjectSlug")
+    reference = _subject(world, subject_type, name or user.get("subjectSlug"), user.get("id"))
+    if reference is None:
+        return
+    if subject_type == "user" and world.first_user is None:
+        world.first_user = name
+    world.session_roles[reference] = [r for r in user.get("roles") or () if isinstance(r, str)]
+    for team in user.get("teams") or ():
+        if _subject(world, "team", team.get("name"), team.get("id")) and subject_type == "user":
+            members = world.members.setdefault(team["name"], [])
+            if name not in members:
+                members.append(name)
+
+
+def _learn_tenant(world, params, query, body, answer, caller) -> None:
+    _tenant(world, answer["tenantName"])
+
+
+def _resource(world: _World, type_: str, fqn: Any, resource_id: Any = None) -> str | None:
+    """Record a resource named by its fqn; its reference `type:name`, or None if a fixture
+    cannot name it."""
+    if not isinstance(fqn, str) or not fqn:
+        return None
+    rid = resource_id if isinstance(resource_id, str) and resource_id else None
+    parts = fqn.split(":")
+    name = parts[-1]
+    if not NAME.fullmatch(name):
+        return None
+    if type_ == "tenant":
+        _tenant(world, fqn, rid)
+        return f"tenant:{fqn}" if world.tenant == fqn else None
+    if type_ == "cluster":
+        world.clusters[name] = rid or world.clusters.get(name)
+    elif type_ == "workspace":
+        if len(parts) != 2 or not NAME.fullmatch(parts[0]):
+            return None
+        world.clusters.setdefault(parts[0], None)
+        known = world.workspaces.setdefault(name, {"cluster": parts[0]})
+        if rid:
+            known["id"] = rid
+    elif type_ == "secret-group":
+        known = world.groups.setdefault(name, {"secrets": {}})
+        if rid:
+            known["id"] = rid
+    elif type_ == "mlf-project":
+        known = world.repos.setdefault(name, {})
+        if rid:
+            known["id"] = rid
+    elif type_ == "agent":
+        return _subject(world, "agent", name, rid) and f"agent:{name}"
+    elif type_ in OTHER_RESOURCES:
+        known = world.resources.setdefault((type_, name), {"fqn": fqn})
+        if rid:
+            known["id"] = rid
+    else:
+        return None
+    return f"{type_}:{name}"
+
+
+def _learn_role_bindings(world, params, query, body, answer, caller) -> None:
+    asked_subject = (query.get("subjectType"), query.get("subjectId"))
+    asked_resource = (query.get("resourceType"), query.get("resourceId"))
+    only_tenant = query.get("includeOnlyTenantRoles") == "true"
+    for manifest in answer["data"]:
+        for subject in manifest.get("subjects") or ():
+            same = subject.get("type") == asked_subject[0]
+            subject_id = asked_subject[1] if same else None
+            reference = _subject(world, subject.get("type"), subject.get("name"), subject_id)
+            if reference is None:
+                continue
+            if same and not only_tenant:
+                world.bound.add(reference)
+            for permission in manifest.get("permissions") or ():
+                kind = permission.get("resourceType")
+                resource_id = asked_resource[1] if kind == asked_resource[0] else None
+                resource = _resource(world, kind, permission.get("resourceFqn"), resource_id)
+                role = permission.get("role")
+                if resource is not None and role in ROLES:
+                    world.grants[(reference, role, resource)] = None
+    if asked_subject[0] and not answer["data"] and not only_tenant:
+        # Asked about a subject of no role: its bindings are known to be none.
+        for (type_, name), known in world.subjects.items():
+            if type_ == asked_subject[0] and known.get("id") == asked_subject[1]:
+                world.bound.add(f"{type_}:{name}")
+
+
+def _application(world: _World, application_id: str) -> _Application:
+    return world.applications.setdefault(application_id, _Application(application_id))
+
+
+def _iso(epoch_ms: Any) -> str:
+    moment = datetime.fromtimestamp(int(epoch_ms) / 1000, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _learn_job_runs(world, params, query, body, answer, caller) -> None:
+    job = _application(world, params["jobId"])
+    job.type = "job"
+    for run in answer["data"]:
+        job.name = job.name or run.get("applicationName")
+        _tenant(world, run.get("tenantName"))
+        version = int(run["deploymentVersion"])
+        known = job.deployments.setdefault(version, {})
+        if run.get("deploymentId"):
+            known["id"] = run["deploymentId"]
+        record: dict[str, Any] = {"id": run["id"], "name": run["name"], "status": run["status"]}
+        record["createdAt"] = _iso(run["createdAt"])
+        if run["status"] in ENDED:
+            duration = run.get("duration")
+            record["durationSeconds"] = duration / 1000 if isinstance(duration, int | float) else 0
+        triggered = run.get("triggeredBySubject")
+        if _subject_reference(world, triggered) and triggered.get("subjectType") == "user":
+            record["triggeredBy"] = triggered["subjectSlug"]
+        record["version"] = version
+        for name in ("command", "totalRetries", "exitCode", "error"):
+            if run.get(name) is not None:
+                record[name] = run[name]
+        job.runs[run["id"]] = record
+    if caller is not None and answer["data"]:
+        world.access[(caller.reference, "read", f"job:{job.id}")] = None
+
+
+def _secret_fqns(manifest: Any) -> set[str]:
+    """The fqns of the secrets a manifest names (mounts, env, build secrets)."""
+    found = set()
+
+    def walk(value: Any, key: str = "") -> None:
+        if isinstance(value, dict):
+            for k, item in value.items():
+                walk(item, k)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, key)
+        elif isinstance(value, str):
+            if value.startswith(SECRET_REFERENCE):
+                found.add(value[len(SECRET_REFERENCE) :])
+            elif key == "secret_fqn":
+                found.add(value)
+
+    walk(manifest)
+    return found
+
+
+def _secret(world: _World, fqn: str, secret_id: str | None = None) -> str | None:
+    """Record a secret by its fqn (`tenant:group:key`); the group's name."""
+    parts = fqn.split(":")
+    if (
+        len(parts) < 2
+        or not NAME.fullmatch(parts[-2])
+        or not re.fullmatch(r"[A-Za-z_]\w*", parts[-1])
+    ):
+        return None
+    group = world.groups.setdefault(parts[-2], {"secrets": {}})
+    secrets = group["secrets"]
+    if secret_id or parts[-1] not in secrets:
+        secrets[parts[-1]] = secret_id or secrets.get(parts[-1])
+    return parts[-2]
+
+
+def _learn_secret_deployments(world, params, query, body, answer, caller) -> None:
+    referenced: list[set[str]] = []
+    for deployment in answer["data"]:
+        application = deployment["application"]
+        app = _application(world, application["id"])
+        app.name, app.type = application["name"], application["type"]
+        fqn = str(application.get("fqn", "")).split(":")
+        if len(fqn) >= 3 and NAME.fullmatch(fqn[-3]) and NAME.fullmatch(fqn[-2]):
+            world.clusters.setdefault(fqn[-3], None)
+            known = world.workspaces.setdefault(fqn[-2], {"cluster": fqn[-3]})
+            if application.get("workspaceId"):
+                known["id"] = application["workspaceId"]
+            app.workspace = fqn[-2]
+        app.application_set_id = application.get("applicationSetId") or app.application_set_id
+        app.active_version = application.get("activeVersion") or app.active_version
+        creator = _subject_reference(world, deployment.get("createdBySubject"))
+        if creator and creator.startswith("user:"):
+            app.created_by = creator.removeprefix("user:")
+        manifest = masked(deployment["manifest"])
+        app.deployments[int(deployment["version"])] = {
+            "manifest": manifest,
+            "id": deployment["id"],
+            "statusId": deployment.get("currentStatusId"),
+            "createdAt": deployment.get("createdAt"),
+        }
+        fqns = _secret_fqns(manifest)
+        referenced.append(fqns)
+        for secret_fqn in fqns:
+            _secret(world, secret_fqn)
+    asked = body.get("secretIds") if isinstance(body, dict) else None
+    if isinstance(asked, list) and len(asked) == 1 and referenced:
+        # One secret asked for: the one every deployment found names is that secret.
+        common = set.intersection(*referenced)
+        if len(common) == 1:
+            group = _secret(world, common.pop(), str(asked[0]))
+            if group and caller is not None:
+                world.access[(caller.reference, "read", f"secret-group:{group}")] = None
+
+
+def _learn_model_response(world, params, query, body, answer, caller) -> None:
+    if isinstance(answer, dict) and answer.get("object") == "response":
+        world.responses[answer["id"]] = masked(answer)
+
+
+def _learn_token(world, params, query, body, answer, caller) -> None:
+    record = answer["data"]  # never answer["token"]: its value stays out of the world
+    owner = _subject_reference(world, record.get("createdBySubject"))
+    if owner is None:
+        return
+    token: dict[str, Any] = {"owner": owner, "name": record["manifest"]["name"]}
+    team = (record["manifest"].get("ownedBy") or {}).get("team") or query.get("teamName")
+    if team:
+        token["teamName"] = team
+    token |= {"id": record["id"], "jwtId": record["jwtId"], "createdAt": record["createdAt"]}
+    if record.get("lastAccessedAt"):
+        token["lastAccessedAt"] = record["lastAccessedAt"]
+    world.tokens[(owner, token["name"])] = token
+
+
+def _learn_stage(world, params, query, body, answer, caller) -> None:
+    manifest = masked(body["manifest"])
+    root = str(answer.get("storage_root", "")).rstrip("/").split("/")
+    if len(root) > 3 and root[-3] in ARTIFACT_FOLDERS and root[-1].isdigit():
+        manifest.setdefault("version", int(root[-1]))
+        repo = world.repos.setdefault(manifest["ml_repo"], {})
+        repo.setdefault("storageRoot", "/".join(root[:-3]))
+    world.repos.setdefault(manifest["ml_repo"], {})
+    world.versions[answer["id"]] = {
+        "as": caller.reference if caller else None,
+        "id": answer["id"],
+        "artifactId": answer["artifact_id"],
+        "manifest": manifest,
+        "tags": [],
+    }
+    if caller is not None:
+        world.access[(caller.reference, "write", f"mlf-project:{manifest['ml_repo']}")] = None
+
+
+def _learn_tags(world, params, query, body, answer, caller) -> None:
+    version = world.versions.get(body["artifact_version_id"])
+    if version is None:
+        return
+    tags = [tag for tag in body["tags"] if isinstance(tag, str)]
+    for other in world.versions.values():  # a tag names one version of an artifact
+        if other is not version and other["artifactId"] == version["artifactId"]:
+            other["tags"] = [tag for tag in other["tags"] if tag not in tags]
+    version["tags"] += [tag for tag in tags if tag not in version["tags"]]
+
+
+def _learn_stage_failure(world, params, query, body, answer, caller) -> None:
+    version = world.versions.get(body["id"])
+    if version is not None:
+        version["failed"], version["tags"] = True, []
+
+
+def _learn_deleted_group(world, params, query, body, answer, caller) -> None:
+    for name, group in list(world.groups.items()):
+        if group.get("id") == params["id"]:
+            del world.groups[name]
+            world.grants = {g: None for g in world.grants if g[2] != f"secret-group:{name}"}
+
+
+_LEARNERS = {
+    "getSession": _learn_session,
+    "getTenantId": _learn_tenant,
+    "generateRoleBindingManifests": _learn_role_bindings,
+    "listJobRuns": _learn_job_runs,
+    "listSecretDeployments": _learn_secret_deployments,
+    "getModelResponse": _learn_model_response,
+    "getOrCreatePersonalAccessToken": _learn_token,
+    "stageArtifactVersion": _learn_stage,
+    "applyArtifactVersionTags": _learn_tags,
+    "markArtifactVersionStageFailure": _learn_stage_failure,
+    "deleteSecretGroup": _learn_deleted_group,
+}
+
+
+# -- writing the document --------------------------------------------------------------------
+
+
+class _Writer:
+    """The fixture document of a recorded world, in the order its sections load."""
+
+    def __init__(self, world: _World):
+        self.world = world
+        self.notes: list[str] = []
+
+    def document(self) -> tuple[dict[str, Any], list[str]]:
+        world = self.world
+        applications = list(self._applications())  # may add a placeholder workspace
+        self._inferred_grants()
+        tenant: dict[str, Any] = {"name": world.tenant or "recorded"}
+        if world.tenant is None:
+            self.notes.append("tenant: no answer named it, `recorded`")
+        if world.tenant_id:
+            tenant["id"] = world.tenant_id
+        document: dict[str, Any] = {"tenant": tenant, "users": self._users()}
+        sections = {
+            "teams": [
+                {**self._named("team", name), "members": self._members(name)}
+                for (type_, name) in world.subjects
+                if type_ == "team"
+            ],
+            "virtualAccounts": [
+                self._named("virtualaccount", name)
+                for (type_, name) in world.subjects
+                if type_ == "virtualaccount"
+            ],
+            "agents": [self._named("agent", n) for (t, n) in world.subjects if t == "agent"],
+            "clusters": [_with_id({"name": n}, i) for n, i in world.clusters.items()],
+            "workspaces": [
+                _with_id({"name": name, "cluster": known["cluster"]}, known.get("id"))
+                for name, known in world.workspaces.items()
+            ],
+            "resources": [
+                _with_id({"type": kind, "name": name, "fqn": known["fqn"]}, known.get("id"))
+                for (kind, name), known in world.resources.items()
+            ],
+            "secretGroups": list(self._groups()),
+            "mlRepos": [
+                {"name": name, **{k: v for k, v in known.items() if v}}
+                for name, known in world.repos.items()
+            ],
+            "grants": [
+                {"subject": subject, "role": role, "resource": resource}
+                for subject, role, resource in world.grants
+            ],
+            "applications": applications,
+            "artifactVersions": list(self._versions()),
+            "personalAccessTokens": list(world.tokens.values()),
+            "modelResponses": [{"response": r} for r in world.responses.values()],
+        }
+        document |= {name: records for name, records in sections.items() if records}
+        return document, self.notes
+
+    def _named(self, type_: str, name: str) -> dict[str, Any]:
+        return _with_id({"name": name}, self.world.subjects[(type_, name)].get("id"))
+
+    def _users(self) -> list[dict[str, Any]]:
+        world = self.world
+        emails = [name for (type_, name) in world.subjects if type_ == "user"]
+        if world.first_user in emails:  # development tokens name the first user: the caller
+            emails.remove(world.first_user)
+            emails.insert(0, world.first_user)
+        if not emails:
+            emails = [PLACEHOLDER_USER]
+            world.subjects[("user", PLACEHOLDER_USER)] = {}
+            self.notes.append(f"users: no answer named one, {PLACEHOLDER_USER}")
+        users = []
+        for email in emails:
+            known = world.subjects[("user", email)]
+            user = {"email": email}
+            if known.get("displayName"):
+                user["displayName"] = known["displayName"]
+            users.append(_with_id(user, known.get("id")))
+        return users
+
+    def _members(self, team: str) -> list[str]:
+        users = {name for (type_, name) in self.world.subjects if type_ == "user"}
+        return [email for email in self.world.members.get(team, []) if email in users]
+
+    def _groups(self) -> Iterator[dict[str, Any]]:
+        for name, group in self.world.groups.items():
+            secrets = [
+                _with_id({"key": key, "values": [REDACTED]}, secret_id)
+                for key, secret_id in group["secrets"].items()
+            ]
+            record = _with_id({"name": name}, group.get("id"))
+            record["integration"] = {"fqn": UNKNOWN_INTEGRATION, "healthy": True}
+            yield {**record, "secrets": secrets} if secrets else record
+        if self.world.groups:
+            self.notes.append(
+                f"secretGroups: each integration is `{UNKNOWN_INTEGRATION}` (healthy) and each "
+                f"secret's value `{REDACTED}`"
+            )
+
+    def _applications(self) -> Iterator[dict[str, Any]]:
+        world = self.world
+        for app in world.applications.values():
+            if app.type not in KINDS_OF_APPLICATION or not NAME.fullmatch(app.name or ""):
+                self.notes.append(
+                    f"application {app.id}: left out (a {app.type} named {app.name!r}, which "
+                    "a fixture cannot hold)"
+                )
+                continue
+            if app.workspace is None:
+                app.workspace = PLACEHOLDER_WORKSPACE
+                world.clusters.setdefault(PLACEHOLDER_CLUSTER, None)
+                world.workspaces.setdefault(PLACEHOLDER_WORKSPACE, {"cluster": PLACEHOLDER_CLUSTER})
+                self.notes.append(
+                    f"application {app.name}: no answer showed its workspace, "
+                    f"`{PLACEHOLDER_WORKSPACE}` (cluster `{PLACEHOLDER_CLUSTER}`)"
+                )
+            record: dict[str, Any] = _with_id({"name": app.name}, app.id)
+            record |= {"type": app.type, "workspace": app.workspace}
+            if app.application_set_id:
+                record["applicationSetId"] = app.application_set_id
+            if app.created_by and ("user", app.created_by) in world.subjects:
+                record["createdBy"] = app.created_by
+            last = max([*app.deployments, app.active_version or 1])
+            record["deployments"] = [self._deployment(app, v) for v in range(1, last + 1)]
+            record["activeVersion"] = app.active_version or last
+            if app.runs:
+                record["runs"] = [self._run(run) for run in app.runs.values()]
+            for subject, action, on in list(world.access):
+                if on == f"job:{app.id}":
+                    del world.access[(subject, action, on)]
+                    world.access[(subject, action, f"workspace:{app.workspace}")] = None
+            yield record
+
+    def _deployment(self, app: _Application, version: int) -> dict[str, Any]:
+        known = app.deployments.get(version, {})
+        if "manifest" in known:
+            return {k: v for k, v in known.items() if v is not None}
+        seen = [
+            app.deployments[v]["manifest"]
+            for v in sorted(app.deployments)
+            if "manifest" in app.deployments[v]
+        ]
+        if seen:
+            manifest = copy.deepcopy(seen[-1])
+            said = "a copy of a version seen"
+        else:
+            manifest = _minimal_manifest(app, version)
+            said = "a minimal one for its kind"
+        self.notes.append(f"application {app.name}: the manifest of version {version} is {said}")
+        return {"manifest": manifest, **({"id": known["id"]} if known.get("id") else {})}
+
+    def _run(self, run: dict[str, Any]) -> dict[str, Any]:
+        triggered = run.get("triggeredBy")
+        if triggered is not None and ("user", triggered) not in self.world.subjects:
+            run = {k: v for k, v in run.items() if k != "triggeredBy"}
+        return run
+
+    def _versions(self) -> Iterator[dict[str, Any]]:
+        world = self.world
+        for version in world.versions.values():
+            record = {k: v for k, v in version.items() if v not in (None, [])}
+            if record.get("as") and tuple(record["as"].split(":", 1)) not in world.subjects:
+                del record["as"]
+            yield record
+
+    def _inferred_grants(self) -> None:
+        """Grants the answers proved but no recorded grant gives: the least role that does,
+        and for subjects whose own role bindings were never read, the tenant roles their
+        session showed."""
+        world = self.world
+        for subject, roles in world.session_roles.items():
+            if subject in world.bound or world.tenant is None:
+                continue
+            for role in roles:
+                if role.startswith("tenant-") and role in ROLES:
+                    grant = (subject, role, f"tenant:{world.tenant}")
+                    if grant not in world.grants and not self._held_by_team(subject, role):
+                        world.grants[grant] = None
+                        self.notes.append(
+                            f"grant {role} on the tenant to {subject}: from its session"
+                        )
+        for subject, action, on in world.access:
+            kind = on.split(":", 1)[0]
+            if kind not in RESOURCE_TYPES or self._allows(subject, action, on):
+                continue
+            role = f"{kind}-{LEVELS[action][0]}"
+            world.grants[(subject, role, on)] = None
+            self.notes.append(
+                f"grant {role} on {on} to {subject}: an answer showed it may {action} it"
+            )
+
+    def _holders(self, subject: str) -> set[str]:
+        holders = {subject}
+        if subject.startswith("user:"):
+            email = subject.removeprefix("user:")
+            holders |= {
+                f"team:{team}" for team, members in self.world.members.items() if email in members
+            }
+        return holders
+
+    def _held_by_team(self, subject: str, role: str) -> bool:
+        return any(
+            g[0] in self._holders(subject) - {subject} and g[1] == role for g in self.world.grants
+        )
+
+    def _allows(self, subject: str, action: str, on: str) -> bool:
+        holders = self._holders(subject)
+        tenant = f"tenant:{self.world.tenant}"
+        for holder, role, resource in self.world.grants:
+            if holder not in holders:
+                continue
+            if (resource == tenant and role == "tenant-admin") or (
+                resource == on and role.rsplit("-", 1)[-1] in LEVELS[action]
+            ):
+                return True
+        return False
+
+
+def _with_id(record: dict[str, Any], record_id: Any) -> dict[str, Any]:
+    return {**record, "id": record_id} if record_id else record
+
+
+def _minimal_manifest(app: _Application, version: int) -> dict[str, Any]:
+    image = {"type": "image", "image_uri": f"recorded.invalid/{app.name}:{version}"}
+    if app.type == "job":
+        return {"image": image, "trigger": {"type": "manual"}}
+    return {
+        "image": image,
+        "ports": [{"port": 8000, "protocol": "TCP", "expose": False}],
+        "replicas": 1,
+    }
