@@ -31,11 +31,12 @@ from hypothesis import strategies as st  # noqa: E402
 from schemathesis import Case, GenerationMode, Response  # noqa: E402
 from schemathesis.core.failures import Failure, FailureGroup, ServerError  # noqa: E402
 
-from mock_server import PlatformMock  # noqa: E402
+from mock_server import MockConfig, PlatformMock  # noqa: E402
 from mock_server.server import BackgroundServer  # noqa: E402
 from tests.test_fuzz import (  # noqa: E402
     CONTROL_PLANE,
     GATEWAY,
+    KEY,
     TOKEN,
     WORKFLOWS,
     WORLD,
@@ -180,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # Each 500 is reported below with its request; the mock's own traceback would bury them.
     logging.getLogger("mock_server").setLevel(logging.CRITICAL)
-    mock = PlatformMock()  # seed 0: the world the dictionaries of tests/test_fuzz.py name
+    # Seed 0: the world the dictionaries of tests/test_fuzz.py name, signed with its key.
+    mock = PlatformMock(MockConfig(signing_key=KEY))
     if _world_dictionaries(mock.store) != WORLD or mock.auth.dev_token() != TOKEN:
         parser.error("the default world is not the one tests/test_fuzz.py fuzzes")
     tally = Tally()

@@ -40,6 +40,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -49,6 +50,10 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+# The servers and `platform-mock token` started here sign with one key, so that the tokens
+# printed work on the servers (each server would otherwise draw its own).
+os.environ.setdefault("PLATFORM_MOCK_SIGNING_KEY", secrets.token_hex(32))
 
 ROOT = Path(__file__).resolve().parent.parent
 PRISM_DIR = ROOT / "bench" / ".prism"

@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
+import secrets
 import statistics
 import subprocess
 import sys
@@ -31,6 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from mock_server.state.jobs import ENDED, RUN_STATUSES
+
+# The servers and `platform-mock token` started here sign with one key, so that the tokens
+# printed work on the servers (each server would otherwise draw its own).
+os.environ.setdefault("PLATFORM_MOCK_SIGNING_KEY", secrets.token_hex(32))
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB_ID = "app-scale-big-job"

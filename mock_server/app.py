@@ -17,8 +17,9 @@ from mock_server import contract, fixtures
 from mock_server.auth import Authenticator
 from mock_server.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
 from mock_server.faults import Faults
-from mock_server.http import build_connexion_app, journaled
+from mock_server.http import build_connexion_app, journaled, request_log
 from mock_server.http.cors import Cors
+from mock_server.http.hosts import HostGuard
 from mock_server.http.request_log import logged
 from mock_server.journal import DEFAULT_BUDGET, Journal
 from mock_server.report import ContractReport
@@ -26,6 +27,7 @@ from mock_server.state import Store
 
 __all__ = ["ADMIN_PREFIX", "API_ROOT", "CONTROL_PLANE_PREFIX", "MockConfig", "PlatformMock"]
 API_ROOT = "/api/"  # where the platform's API lives, whatever its version
+HOST_CHECKS = ("admin", "all")  # what HostGuard covers: the admin API, or every path
 
 
 @dataclass
@@ -39,6 +41,10 @@ class MockConfig:
     signing_key: str | None = None
     journal_budget: int = DEFAULT_BUDGET  # bytes the request journal may hold
     cors: list[str] = field(default_factory=list)  # origins browsers may call from; "*": any
+    # Host names the server answers as its own besides its address (`name` or `name:port`;
+    # "*": any), and whether every path checks them ("all") or only the admin API ("admin").
+    allowed_hosts: list[str] = field(default_factory=list)
+    host_check: str = "admin"
 
     def world(self) -> Store:
         """The world this configuration describes: its fixtures loaded with its seed."""
@@ -74,9 +80,21 @@ class PlatformMock:
         self.admin_prefix = ADMIN_PREFIX
         self.worlds: WorldHost | None = None  # set by the server that serves this mock
         self.app = build_connexion_app(self)
-        # Outermost, so that every answer carries the CORS headers, errors included, and a
-        # preflight is answered without being journaled as a request of the contract.
-        self._outer: Any = Cors(self._serve, self.config.cors) if self.config.cors else self._serve
+        if self.config.host_check not in HOST_CHECKS:
+            raise ValueError(f"host_check {self.config.host_check!r}: one of {HOST_CHECKS}")
+        # Around the mock, so that every answer carries the CORS headers, errors included, and
+        # a preflight is answered without being journaled as a request of the contract; never
+        # for the admin API, which no page of another origin may drive.
+        served: Any = self._serve
+        if self.config.cors:
+            served = Cors(served, self.config.cors, exempt=self.admin_prefix)
+        # Outermost: a request under a name that is not the server's gets nothing else.
+        self._outer = HostGuard(
+            served,
+            self.admin_prefix,
+            self.config.allowed_hosts,
+            everywhere=self.config.host_check == "all",
+        )
 
     def reset(self, seed: int | None = None, extra: Iterable[fixtures.Fixture] = ()) -> None:
         """Back to the initial world (with another seed, or extra fixture documents, if
@@ -93,6 +111,12 @@ class PlatformMock:
             return await journaled(self.app, self.journal, scope, receive, send)
         await logged(self.app, scope, receive, send)
         return None
+
+    @staticmethod
+    def log_dropped() -> int:
+        """Lines the request log (of the process: `platform-mock serve` or `run`) dropped
+        because its reader did not keep up."""
+        return request_log.dropped()
 
     def is_platform_path(self, path: str) -> bool:
         """Whether a request is one for the platform's API, to journal and report: under

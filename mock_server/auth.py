@@ -1,21 +1,24 @@
 """Bearer authentication: the server's JWTs, minted and checked, and the caller they name.
 
-Tokens are HS256 JWTs signed with the world's key, made from its seed. They carry the
-subject's id (`sub`), type and slug, and for personal access tokens the token id (`jti`),
-so that deleting or revoking a token takes effect at once. Expiry is checked against the
+Tokens are HS256 JWTs signed with the server's key: one drawn at random when the server
+starts (256 bits nobody can derive, whatever they know of its seed or fixtures), or one the
+user gives (`--signing-key`, `PLATFORM_MOCK_SIGNING_KEY`) where CI needs tokens that outlive
+a restart. The key is the server's for its whole life: a re-seed keeps it. Tokens carry the
+subject's id (`sub`), type and slug, and for personal access tokens the token id (`jti`), so
+that deleting or revoking a token takes effect at once. Expiry is checked against the
 store's clock, the same clock that stamped the token. A platform subject's token also
 carries what the platform's own CLI and library read from it without checking it
 (`subject_claims`): the tenant's name, and the user's e-mail or the other subject's name.
 
 Nothing may lock a user out: the development tokens the command line prints never expire
 on any world clock (no `nbf`, an `exp` past the last representable instant); the admin
-token is signed with the key the app started with and checked without the world's clock, so
-neither a re-seed nor a clock set to 2036 takes the admin API away.
+token is checked without the world's clock, so neither a re-seed nor a clock set to 2036
+takes the admin API away.
 """
 
 from __future__ import annotations
 
-import hashlib
+import secrets
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -39,9 +42,24 @@ ADMIN = Subject(
 )
 
 
-def default_key(seed: int) -> str:
-    """A signing key derived from the seed, so restarts with one seed accept the same tokens."""
-    return hashlib.sha256(f"platform-mock-signing-key:{seed}".encode()).hexdigest()
+# A key given by the user: at least as many bytes as HS256's hash (RFC 7518, section 3.2).
+MIN_KEY_BYTES = 32
+KEY_VARIABLE = "PLATFORM_MOCK_SIGNING_KEY"  # where the command line also reads a key
+
+
+def new_key() -> str:
+    """A signing key nobody can derive: 256 bits from the system's random source."""
+    return secrets.token_urlsafe(32)
+
+
+def key_problem(key: str) -> str | None:
+    """Why a signing key given by the user cannot be used, if it cannot."""
+    if len(key.encode("utf-8", "surrogateescape")) < MIN_KEY_BYTES:
+        return (
+            f"a signing key has at least {MIN_KEY_BYTES} bytes (such as the output of "
+            "`openssl rand -hex 32`): a shorter one can be guessed from any token it signed"
+        )
+    return None
 
 
 def subject_claims(subject: Subject, tenant_name: str) -> dict[str, str]:
@@ -108,16 +126,16 @@ class Authenticator:
 
     def __init__(self, store: Store):
         self.store = store
-        # The admin API's key is the one the app started with, whatever seed the world is
-        # reset to later: `platform-mock token --admin --seed N` names a server started so.
-        self.admin_signer = Signer(store.signer.key)
         # Signature checks by (key, token): a client sends the same token again and again.
         # Only the signature is remembered; time, subject and revocation are checked on every
-        # request, and a re-seed (a new key) forgets what the old key verified.
+        # request.
         self._verified: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def authenticate(self, authorization: str | None) -> Caller:
-        """The platform subject a request's bearer token names."""
+    def authenticate(self, authorization: str | None) -> tuple[Caller, PersonalAccessToken | None]:
+        """The platform subject a request's bearer token names, and the world's record of
+        the token when it is a personal access token. Authenticating changes nothing: the
+        token's `lastAccessedAt` moves only once the request is served (`Tokens.touch`), so
+        a request refused later (by validation, a fault, its handler) leaves no trace."""
         claims = self._claims(authorization, self.store.signer.key)
         caller, token = self._caller(claims)  # a token the world no longer holds says so first
         now = self.store.sources.clock.now().timestamp()
@@ -125,21 +143,12 @@ class Authenticator:
             raise errors.ExpiredToken("Bearer token has expired")
         if "nbf" in claims and claims["nbf"] > now:
             raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
-        if token is not None:
-            self.store.tokens.touch(token)
-        return caller
+        return caller, token
 
     def authenticate_admin(self, authorization: str | None) -> dict[str, Any]:
         """The admin token's claims; any other valid token is refused with 403. The world's
         clock does not apply: the admin API stays open whatever time the world shows."""
-        try:
-            claims = self._claims(authorization, self.admin_signer.key)
-        except errors.BadTokenSignature:
-            # Signed with the world's key after a re-seed: a platform subject's token.
-            self._claims(authorization, self.store.signer.key)
-            raise errors.PermissionDenied(
-                "The admin API needs the mock's admin token; this token names a platform subject"
-            ) from None
+        claims = self._claims(authorization, self.store.signer.key)
         if claims.get("subjectType") != ADMIN.type or claims.get("sub") != ADMIN.id:
             raise errors.PermissionDenied(
                 "The admin API needs the mock's admin token; this token names a platform subject"
@@ -221,7 +230,7 @@ class Authenticator:
 
     def admin_token(self) -> str:
         """The token of the admin API, which no platform subject's token can stand in for."""
-        return self.admin_signer.mint_long_lived(
+        return self.store.signer.mint_long_lived(
             ADMIN, issued_at=self.store.sources.clock.start, tenant_name=None
         )
 

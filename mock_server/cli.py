@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import ipaddress
 import os
 import re
+import resource
 import shlex
 import signal
 import socket
 import subprocess
 import sys
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import IO, NoReturn
 
@@ -29,14 +33,16 @@ from mock_server.app import (  # noqa: E402
     ADMIN_PREFIX,
     API_ROOT,
     CONTROL_PLANE_PREFIX,
+    HOST_CHECKS,
     MockConfig,
     PlatformMock,
 )
-from mock_server.auth import Authenticator  # noqa: E402
+from mock_server.auth import KEY_VARIABLE, Authenticator, key_problem  # noqa: E402
 from mock_server.coordinates import FAIL_ON_VIOLATION, base_url  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
 from mock_server.http.cors import origin_problem  # noqa: E402
+from mock_server.http.hosts import allowed_host_problem  # noqa: E402
 from mock_server.journal import DEFAULT_BUDGET  # noqa: E402
 from mock_server.report import (  # noqa: E402
     coverage,
@@ -50,10 +56,12 @@ from mock_server.server import (  # noqa: E402
     BackgroundServer,
     Worlds,
     bind,
+    raise_file_limit,
     user_token,
     uvicorn_config,
 )
 from mock_server.state import Store  # noqa: E402
+from mock_server.state.sources import seed_problem  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
 
 EXIT_VIOLATIONS = 1
@@ -71,8 +79,14 @@ RESERVED_PATHS = (API_ROOT.rstrip("/"), ADMIN_PREFIX, "/docs", "/openapi.json", 
 # a route parameter of the prefix, and `%`, `?` or `#` a prefix no request path matches.
 PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 NO_USER = (
-    "none: the world has no user (load fixtures with one; `platform-mock token` given the "
-    "same fixtures and seed prints its token)"
+    "none: the world has no user (load fixtures with one, then mint its token with "
+    "POST /__admin/tokens)"
+)
+NO_KEY = (
+    "a server signs its tokens with a key it draws when it starts, which no other process "
+    "knows: copy the token from the server's banner, mint one with POST /__admin/tokens "
+    f"(with the admin token), or give the server and this command the same key "
+    f"(--signing-key, or the variable {KEY_VARIABLE})"
 )
 
 
@@ -90,7 +104,21 @@ def _world_options(parser: argparse.ArgumentParser) -> None:
         help="start from an empty world instead of the bundled default fixtures",
     )
     parser.add_argument(
-        "--seed", type=_whole_number, default=0, help="seed of ids, timestamps and data"
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed of ids, timestamps and data: a whole number from 0 to 2^53 - 1 (default 0)",
+    )
+
+
+def _key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--signing-key",
+        metavar="KEY",
+        default=None,
+        help=f"the key that signs the tokens, of at least 32 bytes (default: the variable "
+        f"{KEY_VARIABLE}, else a key drawn at random when the server starts); a key given "
+        "keeps tokens valid across restarts",
     )
 
 
@@ -100,6 +128,14 @@ def _whole_number(text: str) -> int:
     if problem:
         raise argparse.ArgumentTypeError(problem)
     return int(text)
+
+
+def _seed(text: str) -> int:
+    value = _whole_number(text)
+    problem = seed_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def _mebibytes(text: str) -> int:
@@ -144,6 +180,22 @@ def _serving_options(parser: argparse.ArgumentParser, *, default_port: int) -> N
         metavar="ORIGIN",
         help="let browser scripts from ORIGIN (such as http://localhost:3000, or * for any) "
         "call the mock: answer preflights and add CORS headers (repeatable; default off)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a name the server answers the admin API under besides its own address and, on "
+        "loopback, localhost (such as mock.internal, or mock.internal:9000 behind a port "
+        "mapping; * for any name); repeatable",
+    )
+    parser.add_argument(
+        "--host-check",
+        choices=HOST_CHECKS,
+        default="admin",
+        help="where a request must name one of the server's hosts: the admin API only, or "
+        "every path (default admin)",
     )
     parser.add_argument(
         "--report",
@@ -193,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the control plane and the gateway")
     _serving_options(serve, default_port=8080)
     _world_options(serve)
+    _key_option(serve)
 
     run = commands.add_parser(
         "run",
@@ -205,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _serving_options(run, default_port=0)
     _world_options(run)
+    _key_option(run)
 
     token = commands.add_parser("token", help="print a development token for the default user")
     chosen = token.add_mutually_exclusive_group()
@@ -215,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="another subject of the world: a user's e-mail, or type:name (team:ml-platform)",
     )
     _world_options(token)
+    _key_option(token)
     proxy_cli.add_commands(commands)
     return parser
 
@@ -227,6 +282,9 @@ def _config(args: argparse.Namespace) -> MockConfig:
         gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
         journal_budget=getattr(args, "journal_budget", DEFAULT_BUDGET),
         cors=getattr(args, "cors", []),
+        allowed_hosts=getattr(args, "allowed_host", []),
+        host_check=getattr(args, "host_check", "admin"),
+        signing_key=args.signing_key,
     )
 
 
@@ -243,6 +301,15 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
     """The exit status and one-line message refusing an option that could only fail once
     serving (the port, the gateway prefix, the report's path), checked before the fixtures
     load; None if the options can be used. For any command having these options."""
+    if "signing_key" in vars(args):  # the commands that sign tokens: serve, run, token
+        if args.signing_key is None:
+            # An empty variable is an unset one, as CI systems leave a secret they lack.
+            args.signing_key, source = os.environ.get(KEY_VARIABLE) or None, KEY_VARIABLE
+        else:
+            source = "--signing-key"
+        problem = key_problem(args.signing_key) if args.signing_key is not None else None
+        if problem:
+            return EXIT_USAGE, f"{source}: {problem}"
     port = getattr(args, "port", None)
     if port is not None and not 0 <= port <= 65535:
         return EXIT_CANNOT_BIND, (
@@ -262,6 +329,9 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
         problem = report_files.target_problem(path)
         if problem:
             return EXIT_USAGE, f"--report: {problem}"
+        for fixture in getattr(args, "fixtures", []):
+            if report_files.same_file(path, Path(fixture)):
+                return EXIT_USAGE, f"--report: {path} is the fixture file {fixture}"
     log_format = getattr(args, "log_format", None)
     if log_format is not None and log_format not in request_log.FORMATS:
         return EXIT_USAGE, f"--log-format {log_format!r}: one of {', '.join(request_log.FORMATS)}"
@@ -269,6 +339,10 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
         problem = origin_problem(origin)
         if problem:
             return EXIT_USAGE, f"--cors {origin!r}: {problem}"
+    for host in getattr(args, "allowed_host", []):
+        problem = allowed_host_problem(host)
+        if problem:
+            return EXIT_USAGE, f"--allowed-host {host!r}: {problem}"
     return None
 
 
@@ -336,8 +410,14 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_CANNOT_BIND
+    # Everything the process prints on standard output (the banner, the request log, the
+    # stop) goes through an outlet that never waits on its reader: a reader that stops
+    # reading, or goes away (`serve | head -1`), holds neither the server nor its stop.
+    stdout = request_log.outlet(sys.stdout)
+    if stdout is not None:
+        sys.stdout = stdout  # type: ignore[assignment]
     # Standard output is the JSON log's alone: a reader takes each of its lines as a record.
-    out = sys.stderr if args.log_format == "json" else sys.stdout
+    out: IO[str] = sys.stderr if args.log_format == "json" else sys.stdout
     host, port = sock.getsockname()[:2]
     _banner(mock, args, host, port, out)
     if not args.quiet:
@@ -502,42 +582,199 @@ def _ending(command: list[str], status: int) -> str:
 # Signals a run passes on to its command: the command decides how to stop, and the mock
 # stops once it has.
 _PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+KILL_AFTER_SECONDS = 10  # from a stop signal passed on (or COMMAND's end) to SIGKILL
+# The limits of open files the process started with, when it raised its own (serve, run).
+_STARTING_FILE_LIMIT: tuple[int, int] | None = None
+_POLL_SECONDS = 0.02  # how often the run looks whether COMMAND has ended
+_PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
 
 def _run_command(command: list[str], env: dict[str, str]) -> int:
     """Run `command` to its end, passing stop signals on; its exit status, 128 + N when
     signal N ended it (as a shell reports it).
 
-    On a terminal the command shares this process group, so Ctrl-C reaches it from the
-    terminal and is not passed on a second time. Elsewhere (CI) it leads its own group and
-    each signal goes to the whole group: a `sh -c` command's children stop too."""
-    own_group = not (sys.stdin is not None and sys.stdin.isatty())  # None: stdin closed
-    try:
-        child = subprocess.Popen(command, env=env, process_group=0 if own_group else None)
-    except FileNotFoundError:
-        print(f"platform-mock: cannot run {command[0]}: command not found", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    except OSError as exc:
-        print(f"platform-mock: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+    COMMAND leads a process group of its own, always, and everything it starts is in it.
+    On a terminal whose foreground this run holds, the group becomes the foreground: Ctrl-C
+    reaches it from the terminal, once (this run does not see it, so does not pass it on),
+    and Ctrl-Z stops it and this run with it, as a shell's job. Every stop signal this run
+    gets goes to the whole group; `KILL_AFTER_SECONDS` later, whatever of the group still
+    runs is killed (a second signal kills at once). When COMMAND ends, what it left running
+    in its group (background jobs a shell does not stop on SIGINT) gets SIGTERM, and
+    SIGKILL after the same grace: nothing the run started outlives it."""
+    terminal = _foreground_terminal()
+    _adopt_orphans()
+    group: int | None = None
+    signalled: list[int] = []  # stop signals received, in order
+    deadline: float | None = None
 
     def pass_on(sig: int, frame: FrameType | None) -> None:
-        with contextlib.suppress(ProcessLookupError):  # ended meanwhile
-            if own_group:
-                os.killpg(child.pid, sig)
-            elif sig != signal.SIGINT:
-                child.send_signal(sig)
+        nonlocal deadline
+        signalled.append(sig)
+        if group is None:
+            return  # passed on as soon as the command has started
+        _signal_group(group, signal.SIGKILL if len(signalled) > 1 else sig)
+        if deadline is None:
+            deadline = time.monotonic() + KILL_AFTER_SECONDS
 
     previous = {sig: signal.signal(sig, pass_on) for sig in _PASSED_ON}
     try:
+        try:
+            with _own_file_limit():
+                child = subprocess.Popen(command, env=env, process_group=0)
+        except FileNotFoundError:
+            print(f"platform-mock: cannot run {command[0]}: command not found", file=sys.stderr)
+            return EXIT_NOT_FOUND
+        except OSError as exc:
+            print(f"platform-mock: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
+            return EXIT_CANNOT_RUN
+        group = child.pid
+        if terminal is not None:
+            _hand_terminal(terminal, group)
+        for sig in signalled[:1]:  # one that came while the command was starting
+            _signal_group(group, sig)
+            deadline = time.monotonic() + KILL_AFTER_SECONDS
+        killed = False
+        while not _has_ended(child.pid):
+            if terminal is not None:
+                _follow_stops(child.pid, terminal, group)
+            if deadline is not None and time.monotonic() >= deadline and not killed:
+                _signal_group(group, signal.SIGKILL)
+                killed = True
+            time.sleep(_POLL_SECONDS)
+        if terminal is not None:
+            _hand_terminal(terminal, os.getpgrp())
+        # The group outlives its leader until its last member ends: end them, before the
+        # leader is reaped and its id may be given to another process.
+        _signal_group(group, signal.SIGTERM)
         returncode = child.wait()
+        leftovers = _signal_group(group, 0)  # members besides COMMAND, ending or not
+        if leftovers and not _group_ended(group, KILL_AFTER_SECONDS):
+            _signal_group(group, signal.SIGKILL)
+            _group_ended(group, KILL_AFTER_SECONDS)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if killed:
+        print(
+            f"platform-mock: {command[0]} did not stop within {KILL_AFTER_SECONDS} s of "
+            f"{signal.Signals(signalled[0]).name}: killed (SIGKILL)",
+            file=sys.stderr,
+        )
+    elif len(signalled) > 1:
+        print(f"platform-mock: second stop signal: {command[0]} killed", file=sys.stderr)
+    if leftovers:
+        print(
+            f"platform-mock: ended what {command[0]} left running in its process group",
+            file=sys.stderr,
+        )
     return EXIT_FORCED - returncode if returncode < 0 else returncode
 
 
+def _signal_group(group: int, sig: int) -> bool:
+    """Send `sig` to every process of `group`; whether there was one."""
+    try:
+        os.killpg(group, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member that changed its user (setuid): it is its own now
+        return True
+    return True
+
+
+def _has_ended(pid: int) -> bool:
+    """Whether the child has ended, without reaping it (its id stays its group's)."""
+    try:
+        found = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return found is not None
+
+
+def _group_ended(group: int, timeout: float) -> bool:
+    """Wait up to `timeout` seconds for every process of `group` to end; whether they did.
+    Those handed to this process when their parent ended (`_adopt_orphans`) are reaped
+    here: an ended process nobody reaps would still count as one of the group."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        if not _signal_group(group, 0):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL_SECONDS)
+
+
+def _adopt_orphans() -> None:
+    """On Linux, become the parent of COMMAND's processes whose own parent ends first (a
+    shell's background jobs), as `tini -s` does: this process then reaps them once they
+    end. Otherwise they go to the system's first process, which in a container may never
+    reap them, and an ended one would still count as a member of COMMAND's group."""
+    if sys.platform != "linux":
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _foreground_terminal() -> int | None:
+    """The terminal (one of the standard streams) whose foreground this process group
+    holds: the one whose Ctrl-C and Ctrl-Z are the user's; None when there is none (CI, a
+    pipe, a run started in the background)."""
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp():
+                return fd
+    return None
+
+
+def _hand_terminal(fd: int, group: int) -> None:
+    """Make `group` the terminal's foreground. A background process may do so only with
+    SIGTTOU blocked (else the terminal stops it)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+    try:
+        with contextlib.suppress(OSError):  # the terminal went away (a closed window)
+            os.tcsetpgrp(fd, group)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _follow_stops(pid: int, terminal: int, group: int) -> None:
+    """Job control, for a run on a terminal: when Ctrl-Z stops COMMAND, stop this run too
+    (its shell then shows the job as stopped) and, once continued (`fg`), give COMMAND the
+    terminal back and continue it. A stop because COMMAND touched the terminal before it
+    was handed the foreground is undone at once."""
+    try:
+        found = os.waitid(os.P_PID, pid, os.WSTOPPED | os.WNOHANG)
+    except ChildProcessError:
+        return
+    if found is None or found.si_code != os.CLD_STOPPED:
+        return
+    if found.si_status not in (signal.SIGTTIN, signal.SIGTTOU):
+        _hand_terminal(terminal, os.getpgrp())
+        os.kill(os.getpid(), signal.SIGSTOP)  # returns when the shell continues this run
+        _hand_terminal(terminal, group)
+    _signal_group(group, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def _own_file_limit() -> Iterator[None]:
+    """While COMMAND starts, the limit of open files this process started with: it raised
+    its own for the server's connections (`raise_file_limit`), which COMMAND should not
+    inherit."""
+    if _STARTING_FILE_LIMIT is None:
+        yield
+        return
+    raised = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, _STARTING_FILE_LIMIT)
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, raised)
+
+
 def _dev_token(auth: Authenticator) -> str | None:
+    """The default user's token, or None in a world without users."""
     try:
         return auth.dev_token()
     except errors.MockFailure:  # the only failure of minting: there is no user to name
@@ -545,7 +782,10 @@ def _dev_token(auth: Authenticator) -> str | None:
 
 
 def token(args: argparse.Namespace) -> int:
-    # The world and its token authority only: minting needs no server.
+    if args.signing_key is None:
+        print(f"platform-mock: {NO_KEY}", file=sys.stderr)
+        return EXIT_USAGE
+    # The world and its token authority only: minting needs no server, only its key.
     store = _config(args).world()
     auth = Authenticator(store)
     if args.subject:
@@ -593,6 +833,9 @@ def _main(argv: Sequence[str] | None) -> int:
         status, message = refused
         print(f"platform-mock: {message}", file=sys.stderr)
         return status
+    if args.command in ("serve", "run"):
+        global _STARTING_FILE_LIMIT
+        _STARTING_FILE_LIMIT = raise_file_limit()
     try:
         if args.command in proxy_cli.COMMANDS:
             return proxy_cli.run(args, _Server)
@@ -604,6 +847,19 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_BAD_FIXTURES
     except KeyboardInterrupt:  # Ctrl-C while loading fixtures or writing the report
         return EXIT_FORCED + signal.SIGINT
+    finally:
+        _close_log()
+
+
+def _close_log() -> None:
+    """Give the request log's reader a last, bounded chance to take what is left, and say
+    how many lines it missed."""
+    dropped = request_log.close()
+    if dropped:
+        print(
+            f"platform-mock: the request log dropped {dropped} line(s): its reader did not keep up",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

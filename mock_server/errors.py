@@ -103,6 +103,16 @@ class PermissionDenied(PlatformError):
     default_message = "Caller lacks the grant for this operation"
 
 
+class ForeignHost(PlatformError):
+    status, code = 403, 40302
+    default_message = "The request's Host is not a name of this server"
+
+
+class CrossOrigin(PlatformError):
+    status, code = 403, 40303
+    default_message = "The admin API does not answer a web page of another origin"
+
+
 # 404
 class RouteNotFound(PlatformError):
     status, code = 404, 40401
@@ -165,6 +175,12 @@ class MethodNotAllowed(PlatformError):
     status, code = 405, 40501
     violation = True
     default_message = "Method not allowed on this path"
+
+
+# 408
+class RequestTimeout(PlatformError):
+    status, code = 408, 40801
+    default_message = "The request did not arrive in full in time"
 
 
 # 409

@@ -20,7 +20,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -28,6 +28,7 @@ import uvicorn
 from mock_server import drift, drift_check, drift_files, escape, report_files
 from mock_server.coordinates import CONTROL_PLANE_PREFIX, base_url
 from mock_server.drift import Exchange
+from mock_server.http import request_log
 from mock_server.proxy import DEFAULT_TIMEOUT, Proxy, log_line
 from mock_server.recording import Recorder
 from mock_server.server import bind
@@ -203,7 +204,7 @@ def _refusal(args: argparse.Namespace) -> str | None:
         problem = report_files.target_problem(Path(args.record))
         if problem:
             return f"--record: {problem}"
-        if Path(args.record) in args.report_targets.values():
+        if any(report_files.same_file(Path(args.record), p) for p in args.report_targets.values()):
             return f"--record: {args.record} is also a report's file"
     return None
 
@@ -262,7 +263,8 @@ def _proxy(
             file=sys.stderr,
         )
     if not args.quiet:
-        proxy.log = _printer(sys.stdout)
+        # Through an outlet that never waits on the reader: the log is written on the loop.
+        proxy.log = _printer(cast(IO[str], request_log.outlet(sys.stdout) or sys.stdout))
     config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False)
     server_class(config).run(sockets=[sock])
     return _finish(proxy, args, recorder, sys.stdout)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
@@ -45,7 +46,7 @@ def targets(values: Iterable[str], basename: str = BASENAME) -> dict[str, Path]:
     """Where each format is written, from `--report` values: `FORMAT=PATH`; a path whose
     suffix is a format's (`.json`, `.txt`, `.xml`, `.md`); or a directory, which receives
     `<basename>.*` (`contract-report.*`) in every format. Refuses a format named twice and
-    two formats on one file (compared regardless of case, as macOS and Windows do)."""
+    two formats on one file, however each names it (`same_file`)."""
     chosen: dict[str, Path] = {}
     by_suffix = {suffix: name for name, suffix in FORMATS.items()}
     for value in values:
@@ -67,9 +68,9 @@ def targets(values: Iterable[str], basename: str = BASENAME) -> dict[str, Path]:
             if name in chosen:
                 raise TargetError(f"the {name} report is named twice: {chosen[name]} and {path}")
             chosen[name] = path
-    files: dict[str, str] = {}
+    files: dict[tuple[Any, ...], str] = {}
     for name, path in chosen.items():
-        key = os.path.abspath(path).casefold()
+        key = file_identity(path)
         if key in files:
             raise TargetError(
                 f"the {files[key]} and {name} reports would both be written to {path}"
@@ -78,17 +79,49 @@ def targets(values: Iterable[str], basename: str = BASENAME) -> dict[str, Path]:
     return chosen
 
 
+def file_identity(path: Path) -> tuple[Any, ...]:
+    """What tells one file from another, however a path names it: an existing file's device
+    and inode (a symlink or a hard link to it is the same file); else the path with its
+    links resolved, regardless of case (as macOS and Windows compare names)."""
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):  # missing, a name too long, a NUL
+        return ("path", os.path.realpath(path).casefold())
+    return ("file", found.st_dev, found.st_ino)
+
+
+def same_file(path: Path, other: Path) -> bool:
+    return file_identity(path) == file_identity(other)
+
+
 def target_problem(path: Path) -> str | None:
     """Why a report could not be written to `path` at the end of a run, if it could not.
 
     A missing directory is no problem, writing creates it; its nearest existing ancestor
     must be a directory the process may write in. Permissions say little to root (who may
     write anywhere, but not in /proc), so the directory is then tried for real with a file
-    made and removed at once; only the directories the report needs anyway may be left."""
+    made and removed at once; only the directories the report needs anyway may be left.
+    An existing path must be a regular file: writing to a pipe nobody reads, or a device,
+    could hold the stop forever."""
     if path.name in ("", ".."):
         return f"{path}: not a file name"
+    try:
+        return _target_problem(path)
+    except (OSError, ValueError) as exc:  # a name over 255 bytes, a NUL in it, a loop
+        problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"{_shortened(path)}: {problem}"
+
+
+def _shortened(path: Path) -> str:
+    text = str(path)
+    return text if len(text) <= 120 else f"{text[:60]}...{text[-40:]}"
+
+
+def _target_problem(path: Path) -> str | None:
     if path.is_dir():
         return f"{path} is a directory"
+    if path.exists() and not path.is_file():
+        return f"{path} is not a regular file (a pipe, a device or a socket)"
     if path.exists() and not os.access(path, os.W_OK):
         return f"{path} is not writable"
     directory = path.parent
@@ -117,8 +150,20 @@ def write(
     renderers = RENDERERS if renderers is None else renderers
     for name, path in chosen.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(renderers[name](report), encoding="utf-8")
+        _write_regular(path, renderers[name](report))
     return list(chosen.values())
+
+
+def _write_regular(path: Path, text: str) -> None:
+    """Write a report file, refusing at once (OSError) what is not a regular file: a pipe
+    made at the path since the run started would otherwise hold the stop forever."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+        file.truncate()
+        file.write(text)
 
 
 def to_json(report: dict[str, Any]) -> str:

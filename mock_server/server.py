@@ -3,10 +3,20 @@
 `uvicorn_config` is shared by the command and `BackgroundServer`: it makes the HTTP parser
 answer the requests it rejects (unparsable, or headers over 64 KiB) with the platform error
 body too, and bounds a stop: a request still in flight `GRACEFUL_SHUTDOWN_SECONDS` after it
-(held by a delay fault) has its connection closed unanswered. `BackgroundServer` runs uvicorn
+(held by a delay fault) has its connection closed unanswered. No connection is held for
+nothing: one that sends nothing for `IDLE_SECONDS` (new, or between requests) is closed,
+and a request that has not arrived in full `REQUEST_SECONDS` after its first byte is
+answered 408 and its connection closed. `BackgroundServer` runs uvicorn
 on a daemon thread, bound to a free loopback port (tests, the pytest plugin), and returns once
 the server accepts connections. `Worlds` serves other worlds beside a mock, each a
 `BackgroundServer` of its own (`POST /__admin/worlds`), for parallel test workers.
+
+`PlatformHttpProtocol` subclasses uvicorn's `HttpToolsProtocol` (pinned below uvicorn's next
+release; `tests/test_connexion_hooks.py` checks each part): it overrides the parser
+callbacks `on_message_begin`, `on_header`, `on_message_complete` and `send_400_response`,
+and `connection_made`, `data_received` and `connection_lost`, and reads `config`, `cycle`
+(`response_started`, `response_complete`), `loop`, `transport`, `timeout_keep_alive` and
+`timeout_keep_alive_task` with its handler, to arm the idle timer on a new connection.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import resource
 import secrets
 import socket
 import threading
@@ -32,6 +43,8 @@ from mock_server.http import DROP
 
 MAX_HEADER_BYTES = 64 * 1024
 GRACEFUL_SHUTDOWN_SECONDS = 2
+IDLE_SECONDS = 5  # a connection that sends nothing, new or between requests (uvicorn's)
+REQUEST_SECONDS = 30  # from a request's first byte to its last, head and body
 MAX_WORLDS = 64  # worlds served beside one mock: each holds a world and a journal
 
 
@@ -43,6 +56,26 @@ class _HideDrops(logging.Filter):
 
 
 _HIDE_DROPS = _HideDrops()
+
+
+FILE_LIMIT_FALLBACKS = (65536, 10240)  # where the hard limit is "unlimited" (macOS)
+
+
+def raise_file_limit() -> tuple[int, int] | None:
+    """Raise this process's soft limit of open files as far as its hard limit allows: each
+    client connection holds one, and 1,024 idle ones would otherwise shut out the next
+    client. The limits before, or None when they could not be raised."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = [hard] if hard != resource.RLIM_INFINITY else []
+    for limit in [*wanted, *FILE_LIMIT_FALLBACKS]:
+        if limit <= soft:
+            return None
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        except (ValueError, OSError):  # above what the system allows (macOS: OPEN_MAX)
+            continue
+        return soft, hard
+    return None
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -68,10 +101,60 @@ class PlatformHttpProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._header_bytes = 0
         self._headers_too_large = False
+        self._request_seconds = getattr(self.config, "request_seconds", REQUEST_SECONDS)
+        self._arriving: asyncio.TimerHandle | None = None  # a request's deadline to arrive
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._wait_idle()  # uvicorn waits so only between requests: a new one could sit forever
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._arriving is None and (self.cycle is None or self.cycle.response_complete):
+            self._wait_idle()  # bytes that begin no request (line breaks): still idle
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._arrived()
+        super().connection_lost(exc)
+
+    def _wait_idle(self) -> None:
+        if self.timeout_keep_alive_task is None and not self.transport.is_closing():
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+
+    def _arrived(self) -> None:
+        if self._arriving is not None:
+            self._arriving.cancel()
+            self._arriving = None
+
+    def _too_slow(self) -> None:
+        """A request still arriving at its deadline: answered 408 (unless its response has
+        begun), and its connection closed; its handler, if it runs, sees the client gone."""
+        self._arriving = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
+            error = errors.RequestTimeout(
+                f"The request did not arrive in full within {self._request_seconds:g} seconds "
+                "of its first byte"
+            )
+            body = orjson.dumps(error.body())
+            self.transport.write(
+                b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+            )
+        self.transport.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_bytes = 0
+        self._arrived()
+        self._arriving = self.loop.call_later(self._request_seconds, self._too_slow)
+
+    def on_message_complete(self) -> None:
+        self._arrived()
+        super().on_message_complete()
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_bytes += len(name) + len(value)
@@ -81,6 +164,7 @@ class PlatformHttpProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:
+        self._arrived()
         error: errors.PlatformError = (
             errors.HeadersTooLarge() if self._headers_too_large else errors.UnparsableRequest()
         )
@@ -110,12 +194,27 @@ class _DropWhenCancelled:
             return DROP
 
 
+class PlatformConfig(uvicorn.Config):
+    """uvicorn's configuration, and how long a request may take to arrive."""
+
+    def __init__(self, *args: Any, request_seconds: float = REQUEST_SECONDS, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.request_seconds = request_seconds
+
+
 def uvicorn_config(
-    mock: PlatformMock, *, log_level: str = "warning", **options: Any
+    mock: PlatformMock,
+    *,
+    log_level: str = "warning",
+    idle_seconds: float = IDLE_SECONDS,
+    request_seconds: float = REQUEST_SECONDS,
+    **options: Any,
 ) -> uvicorn.Config:
     options.setdefault("timeout_graceful_shutdown", GRACEFUL_SHUTDOWN_SECONDS)
-    config = uvicorn.Config(
+    config = PlatformConfig(
         _DropWhenCancelled(mock),
+        request_seconds=request_seconds,
+        timeout_keep_alive=idle_seconds,
         http=PlatformHttpProtocol,
         log_level=log_level,
         lifespan="off",
@@ -152,11 +251,21 @@ class BackgroundServer:
     """A PlatformMock served by uvicorn on a background thread, with other worlds beside it
     on request (`mock.worlds`)."""
 
-    def __init__(self, mock: PlatformMock, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        mock: PlatformMock,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        idle_seconds: float = IDLE_SECONDS,
+        request_seconds: float = REQUEST_SECONDS,
+    ):
         self.mock = mock
         self._sock = bind(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
-        self._server = uvicorn.Server(uvicorn_config(mock))
+        self._server = uvicorn.Server(
+            uvicorn_config(mock, idle_seconds=idle_seconds, request_seconds=request_seconds)
+        )
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )

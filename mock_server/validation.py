@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import re
+import threading
 import typing as t
 from collections import Counter
 
@@ -29,6 +30,9 @@ MAX_BODY_BYTES = 1024 * 1024
 # Operations that take more: a state dump of a world of 100,000 job runs (about 25 MB of
 # JSON) loads back through the admin API in one request (spec/admin.yaml says so).
 BODY_LIMITS = {"adminLoadFixtures": 64 * 1024 * 1024}
+# Held while a body over MAX_BODY_BYTES is read or checked (off the event loop): reading one
+# takes several times its size in memory, so big bodies are read one at a time.
+ONE_BIG_BODY = threading.Lock()
 MAX_DETAILS = 100  # violations listed in one error body
 MAX_DEPTH = 64  # levels of nesting a JSON value may have (orjson writes at most 255)
 UTF8_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")  # ASCII is UTF-8 too
@@ -306,6 +310,16 @@ def _not_json(constant: str) -> t.NoReturn:
     raise ValueError(f"{constant} is not a JSON value")
 
 
+MAX_INTEGER_DIGITS = 300  # of an integer in JSON text: far past 2^53 - 1, far below int()'s
+
+
+def _integer(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INTEGER_DIGITS:  # int() would refuse past 4,300 digits, naming Python
+        raise ValueError(f"an integer of {digits} digits is out of the range of a number")
+    return int(text)
+
+
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # 1e400: JSON text, but no number a client can mean
@@ -334,7 +348,11 @@ def read_json(text: str) -> t.Any:
     Raises ValueError saying why."""
     try:
         value = json.loads(
-            text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=_unique_keys
+            text,
+            parse_constant=_not_json,
+            parse_float=_finite,
+            parse_int=_integer,
+            object_pairs_hook=_unique_keys,
         )
     except RecursionError:
         raise ValueError("nested too deeply") from None

@@ -201,10 +201,17 @@ def test_admin_token_outlives_a_reset_after_a_late_clock(admin, mock):
     assert admin.get("/journal").status_code == 200
 
 
-def test_after_a_reseed_the_token_command_for_that_seed_works(anonymous, admin):
+def test_after_a_reseed_a_token_minted_for_the_new_world_works(anonymous, admin):
     assert admin.post("/reset", json={"seed": 7}).status_code == 200
-    seed_7 = PlatformMock(MockConfig(seed=7)).auth.dev_token()  # `platform-mock token --seed 7`
-    assert _get(anonymous, f"Bearer {seed_7}").status_code == 200
+    minted = admin.post("/tokens", json={"subject": "alice@acme.example"}).json()["token"]
+    assert _get(anonymous, f"Bearer {minted}").status_code == 200
+
+
+def test_after_a_reseed_a_token_of_the_same_key_and_seed_works(anonymous, admin, mock):
+    # `platform-mock token --seed 7 --signing-key K` for a server started with K.
+    assert admin.post("/reset", json={"seed": 7}).status_code == 200
+    offline = PlatformMock(MockConfig(seed=7, signing_key=mock.store.signer.key))
+    assert _get(anonymous, f"Bearer {offline.auth.dev_token()}").status_code == 200
 
 
 def test_after_a_reseed_the_admin_token_still_opens_the_admin_api(admin):
@@ -212,10 +219,19 @@ def test_after_a_reseed_the_admin_token_still_opens_the_admin_api(admin):
     assert admin.get("/journal").status_code == 200
 
 
-def test_after_a_reseed_a_token_of_the_old_seed_is_401(anonymous, admin, mock):
+def test_after_a_reseed_a_token_naming_a_subject_of_the_old_world_is_401(anonymous, admin, mock):
+    # The key stays; the seed drew alice another id, so the old token names no one.
     old = mock.auth.dev_token()
     assert admin.post("/reset", json={"seed": 7}).status_code == 200
-    assert_error(_get(anonymous, f"Bearer {old}"), 401, 40104)
+    assert_error(_get(anonymous, f"Bearer {old}"), 401, 40105)
+
+
+def test_after_a_reseed_a_token_of_a_subject_with_a_fixed_id_still_works(anonymous, admin, mock):
+    assert admin.post("/fixtures", json={"users": [{"email": "f@acme.example", "id": "u-f"}]})
+    fixed = mock.auth.dev_token(mock.store.identity.subject_named("user", "f@acme.example"))
+    assert admin.post("/reset", json={"seed": 7}).status_code == 200
+    assert admin.post("/fixtures", json={"users": [{"email": "f@acme.example", "id": "u-f"}]})
+    assert _get(anonymous, f"Bearer {fixed}").status_code == 200
 
 
 def test_a_token_id_given_to_another_owner_does_not_revive_a_token(anonymous, api, admin):

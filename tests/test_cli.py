@@ -24,13 +24,29 @@ SERVE_OUTPUT = re.compile(
 )
 
 
-def start(*args: str) -> tuple[subprocess.Popen, dict[str, str]]:
+# A key of the tests' own: `serve` and `token` given it sign alike.
+KEY = "k" * 32
+KEYED = {**os.environ, "PLATFORM_MOCK_SIGNING_KEY": KEY}
+
+
+def token_command(*args: str, env: dict[str, str] = KEYED) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mock_server", "token", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, dict[str, str]]:
     """Start `python -m mock_server serve ARGS` and read the URLs and token it prints."""
     process = subprocess.Popen(
         [sys.executable, "-m", "mock_server", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     assert process.stdout is not None
     lines = []
@@ -44,7 +60,7 @@ def start(*args: str) -> tuple[subprocess.Popen, dict[str, str]]:
 
 
 def _serving() -> Iterator[tuple[subprocess.Popen, dict[str, str]]]:
-    process, urls = start("--port", "0")
+    process, urls = start("--port", "0", env=KEYED)
     yield process, urls
     if process.poll() is None:
         process.kill()
@@ -337,11 +353,9 @@ def test_report_in_a_missing_directory_is_written_there_at_shutdown(tmp_path: Pa
     assert report.exists()
 
 
-def test_token_command_matches_a_server_with_the_same_seed(shared):
+def test_token_command_matches_a_server_with_the_same_key_and_seed(shared):
     _, urls = shared
-    printed = subprocess.run(
-        [sys.executable, "-m", "mock_server", "token"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    printed = token_command().stdout.strip()
     response = httpx.get(
         urls["control"] + "/personal-access-tokens/ci",
         headers={"Authorization": f"Bearer {printed}"},
@@ -352,13 +366,7 @@ def test_token_command_matches_a_server_with_the_same_seed(shared):
 def test_invalid_fixture_names_file_line_and_field(tmp_path: Path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("users:\n  - email: dana@acme.example\n  - slug: no-email\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "mock_server", "token", "--fixtures", str(bad)],
-        capture_output=True,
-        text=True,
-        env={**os.environ},
-        timeout=60,
-    )
+    result = token_command("--fixtures", str(bad))
     assert result.returncode == 2
     assert f"{bad}:3: users[1]: 'email' is a required property" in result.stderr
 
@@ -381,12 +389,7 @@ def test_empty_world_serves_and_takes_fixtures_through_the_admin_api():
 
 
 def test_token_command_in_a_world_without_users_exits_2_with_one_line():
-    result = subprocess.run(
-        [sys.executable, "-m", "mock_server", "token", "--no-default-fixtures"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = token_command("--no-default-fixtures")
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith("platform-mock: none: the world has no user")
     assert "Traceback" not in result.stderr
@@ -394,12 +397,7 @@ def test_token_command_in_a_world_without_users_exits_2_with_one_line():
 
 def test_token_command_for_another_subject_authenticates_as_it(shared):
     _, urls = shared
-    printed = subprocess.run(
-        [sys.executable, "-m", "mock_server", "token", "--subject", "bob@acme.example"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    printed = token_command("--subject", "bob@acme.example").stdout.strip()
     response = httpx.get(
         urls["control"] + "/personal-access-tokens/ci",
         headers={"Authorization": f"Bearer {printed}"},
@@ -409,14 +407,66 @@ def test_token_command_for_another_subject_authenticates_as_it(shared):
 
 
 def test_token_command_for_an_unknown_subject_exits_2_with_one_line():
-    result = subprocess.run(
-        [sys.executable, "-m", "mock_server", "token", "--subject", "nobody@acme.example"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = token_command("--subject", "nobody@acme.example")
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == "platform-mock: no user named 'nobody@acme.example' in this world\n"
+
+
+UNKEYED = {k: v for k, v in os.environ.items() if k != "PLATFORM_MOCK_SIGNING_KEY"}
+
+
+@pytest.mark.parametrize("args", [[], ["--admin"]], ids=["user", "admin"])
+def test_token_command_without_the_servers_key_says_how_to_get_a_token(args):
+    result = token_command(*args, env=UNKEYED)
+    assert (result.returncode, result.stdout) == (2, "")
+    line = result.stderr.strip()
+    assert "\n" not in line and line.startswith("platform-mock: a server signs its tokens")
+    assert "banner" in line and "POST /__admin/tokens" in line and "--signing-key" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "source"),
+    [
+        pytest.param(["--signing-key", "short"], UNKEYED, "--signing-key", id="option"),
+        pytest.param(
+            [],
+            {**UNKEYED, "PLATFORM_MOCK_SIGNING_KEY": "x" * 31},
+            "PLATFORM_MOCK_SIGNING_KEY",
+            id="variable",
+        ),
+    ],
+)
+def test_signing_key_shorter_than_32_bytes_is_a_usage_error(args, env, source):
+    result = token_command(*args, env=env)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"platform-mock: {source}: a signing key has at least 32")
+
+
+def test_option_key_wins_over_the_variable(shared):
+    _, urls = shared
+    env = {**os.environ, "PLATFORM_MOCK_SIGNING_KEY": "v" * 32}
+    printed = token_command("--signing-key", KEY, env=env).stdout.strip()
+    response = httpx.get(
+        urls["control"] + "/personal-access-tokens/ci",
+        headers={"Authorization": f"Bearer {printed}"},
+    )
+    assert response.status_code == 200
+
+
+def test_two_servers_without_a_key_sign_alike_nothing():
+    first, first_urls = start("--port", "0", env=UNKEYED)
+    second, second_urls = start("--port", "0", env=UNKEYED)
+    try:
+        assert first_urls["admin"] != second_urls["admin"]
+        response = httpx.get(
+            second_urls["control"].removesuffix("/api/svc/v1") + "/__admin/journal",
+            headers={"Authorization": f"Bearer {first_urls['admin']}"},
+        )
+        assert response.status_code == 401
+    finally:
+        for process in (first, second):
+            process.kill()
+            process.wait()
 
 
 def test_cors_option_answers_preflights_from_its_origins():
@@ -501,6 +551,7 @@ def test_a_reader_gone_ends_the_command_quietly(arguments: list[str]):
         [sys.executable, "-m", "mock_server", *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=KEYED,  # `token` needs the key it signs with
     )
     assert printing.stdout is not None and printing.stderr is not None
     printing.stdout.close()  # before the command prints: as `| head -c 0` would

@@ -1,4 +1,5 @@
-"""Every hook of mock_server/http/ into Connexion, Flask and a2wsgi still exists and still bites.
+"""Every hook of mock_server/http/ into Connexion, Flask and a2wsgi, and of mock_server/server.py
+into uvicorn, still exists and still bites.
 
 An upgrade of one of them that renames or drops a private part fails here, in CI, rather
 than quietly in users' hands (validation skipped, or a 500 at import)."""
@@ -24,11 +25,13 @@ from connexion.spec import Specification
 from connexion.uri_parsing import OpenAPIURIParser
 from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
 from flask.ctx import RequestContext
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from mock_server import PlatformMock
 from mock_server.http import app as http_app
 from mock_server.http import validators
 from mock_server.http.wsgi import InlineWSGI
+from mock_server.server import PlatformConfig, uvicorn_config
 from tests.conftest import assert_error
 
 REPLACED = [
@@ -202,3 +205,36 @@ INVALID_DOCUMENT = {
 def test_another_document_is_still_validated_every_time(attempt):
     with pytest.raises(InvalidSpecification):
         FlaskApp(__name__).add_api(copy.deepcopy(INVALID_DOCUMENT))
+
+
+# -- uvicorn's httptools protocol (mock_server/server.py) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "connection_made",
+        "connection_lost",
+        "data_received",
+        "on_message_begin",
+        "on_header",
+        "on_message_complete",
+        "send_400_response",
+        "timeout_keep_alive_handler",
+    ],
+)
+def test_uvicorns_protocol_still_has_the_hooked_method(name):
+    assert callable(getattr(HttpToolsProtocol, name))
+
+
+def test_uvicorns_protocol_still_keeps_what_the_mock_reads():
+    source = inspect.getsource(HttpToolsProtocol)
+    for attribute in ("self.timeout_keep_alive_task", "self.timeout_keep_alive ", "self.cycle"):
+        assert attribute in source
+    cycle = inspect.getsource(RequestResponseCycle)
+    assert "self.response_started" in cycle and "self.response_complete" in cycle
+
+
+def test_uvicorn_still_builds_its_protocol_with_the_config():
+    assert "config" in inspect.signature(HttpToolsProtocol.__init__).parameters
+    assert isinstance(uvicorn_config(PlatformMock()), PlatformConfig)

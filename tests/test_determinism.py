@@ -1,7 +1,9 @@
-"""Determinism and isolation: one seed gives byte-identical responses; apps share nothing."""
+"""Determinism and isolation: one seed gives byte-identical responses, token values aside
+(each server signs with a key of its own); apps share nothing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import httpx
@@ -51,9 +53,18 @@ def scenario(server: BackgroundServer) -> Iterator[bytes]:
             yield gateway.get(f"/responses/{response_id}").content
 
 
-def run(seed: int) -> list[bytes]:
-    with BackgroundServer(PlatformMock(MockConfig(seed=seed))) as server:
+KEY = "a signing key of the tests, 32 bytes or more"
+JWT = re.compile(rb"eyJ[\w-]+\.[\w-]+\.[\w-]+")
+
+
+def run(seed: int, key: str | None = KEY) -> list[bytes]:
+    with BackgroundServer(PlatformMock(MockConfig(seed=seed, signing_key=key))) as server:
         return list(scenario(server))
+
+
+def masked(bodies: list[bytes]) -> list[bytes]:
+    """The bodies with every token value (a JWT) blotted out."""
+    return [JWT.sub(b"<token>", body) for body in bodies]
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +72,26 @@ def seed_7_runs() -> tuple[list[bytes], list[bytes]]:
     return run(7), run(7)
 
 
-def test_same_seed_gives_byte_identical_responses(seed_7_runs):
+@pytest.fixture(scope="module")
+def seed_7_runs_without_a_key() -> tuple[list[bytes], list[bytes]]:
+    return run(7, key=None), run(7, key=None)
+
+
+def test_same_seed_and_key_give_byte_identical_responses(seed_7_runs):
     first, second = seed_7_runs
     assert first == second
+
+
+def test_same_seed_gives_identical_responses_but_for_token_values(seed_7_runs_without_a_key):
+    first, second = seed_7_runs_without_a_key
+    assert first != second
+    assert masked(first) == masked(second)
+
+
+def test_token_values_of_two_servers_of_one_seed_differ(seed_7_runs_without_a_key):
+    first, second = seed_7_runs_without_a_key
+    tokens = [set(JWT.findall(b"".join(bodies))) for bodies in (first, second)]
+    assert tokens[0] and tokens[1] and not tokens[0] & tokens[1]
 
 
 def test_scenario_covers_every_operation(seed_7_runs):

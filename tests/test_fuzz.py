@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
 from mock_server import PlatformMock, catalog, errors, fixtures
-from mock_server.auth import Authenticator
+from mock_server.auth import Authenticator, Signer
 from mock_server.server import BackgroundServer
 from mock_server.state import Store
 
@@ -106,7 +106,10 @@ def _world_dictionaries(store: Store) -> dict[str, list[str]]:
     }
 
 
-_STORE = Store(WORLD_SEED, fixtures.default_fixtures())
+# The fuzzing run's signing key: schemathesis takes the token when this module is imported,
+# before the session's mock (which draws a key of its own) exists; `world` lends it this key.
+KEY = "the fuzzing run's signing key, 32 bytes or more"
+_STORE = Store(WORLD_SEED, fixtures.default_fixtures(), KEY)
 WORLD = _world_dictionaries(_STORE)
 
 # Values that broke servers before, drawn for any string or integer the bindings above leave
@@ -271,11 +274,17 @@ def _call_and_validate(case: schemathesis.Case, base_url: str, mock: PlatformMoc
 
 
 @pytest.fixture
-def world(mock: PlatformMock) -> PlatformMock:
-    """The mock with the world the generator's ids come from (reset with WORLD_SEED)."""
-    assert _world_dictionaries(mock.store) == WORLD, "the served world is not the fuzzed one"
-    assert mock.auth.dev_token() == TOKEN
-    return mock
+def world(mock: PlatformMock) -> Iterator[PlatformMock]:
+    """The mock with the world the generator's ids come from (reset with WORLD_SEED),
+    signing with the fuzzing run's key for the test."""
+    signer = mock.store.signer
+    mock.store.signer = Signer(KEY)
+    try:
+        assert _world_dictionaries(mock.store) == WORLD, "the served world is not the fuzzed one"
+        assert mock.auth.dev_token() == TOKEN
+        yield mock
+    finally:
+        mock.store.signer = signer
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

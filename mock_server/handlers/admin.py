@@ -98,6 +98,7 @@ def get_journal(
         "data": [e.to_dict() for e in found],
         "dropped": journal.dropped,
         "budgetBytes": journal.budget,
+        "logDropped": mock().log_dropped(),
     }
 
 

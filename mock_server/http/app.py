@@ -60,7 +60,7 @@ from mock_server.http.middleware import (
     notes,
 )
 from mock_server.http.scope import operation_id, security_context
-from mock_server.http.security import security_map
+from mock_server.http.security import TOKEN_USED, security_map
 from mock_server.http.validators import (
     ARGUMENTS,
     VALIDATOR_MAP,
@@ -255,10 +255,16 @@ class PlannedView:
             name = self._name(passed)
             if name is not None:
                 arguments[name] = value
-        for key, value in security_context(scope).items():
+        security = security_context(scope)
+        for key, value in security.items():
             if key in self.accepted:
                 arguments[key] = value
-        result = self.handler(**arguments)
+        token = (security.get("token_info") or {}).get(TOKEN_USED)
+        if token is None:
+            result = self.handler(**arguments)
+        else:  # its last use is this request, unless the handler refuses it
+            with flask.current_app.extensions[EXTENSION].store.tokens.in_use(token):
+                result = self.handler(**arguments)
         if isinstance(result, flask.Response):  # a body of another media type, made whole
             return result
         body, status = result if isinstance(result, tuple) else (result, 200)

@@ -6,7 +6,8 @@ headers; this layer wraps the whole mock, so every response carries them, errors
 preflight from an allowed origin is answered here, before the journal sees it: it is the
 browser's request, not the client's use of the contract. One from another origin, or one
 the policy refuses, is answered as without CORS (405, in the platform's error body, as
-any OPTIONS). This layer
+any OPTIONS). CORS never applies to the admin API (`exempt`): its answers carry no CORS
+header, and a preflight to it is refused as any OPTIONS is. This layer
 also hands on the mock's return value, which tells uvicorn to drop a connection (`DROP`),
 where Starlette's middleware would swallow it.
 """
@@ -60,12 +61,13 @@ class Cors:
     """`app`, answering CORS preflights from `origins` (or any, with `*`) and adding the
     CORS headers to every response to a request with an allowed `Origin`."""
 
-    def __init__(self, app: ASGIApp, origins: list[str]):
+    def __init__(self, app: ASGIApp, origins: list[str], exempt: str | None = None):
         for origin in origins:
             problem = origin_problem(origin)
             if problem:
                 raise ValueError(f"CORS origin {origin!r}: {problem}")
         self.app = app
+        self.exempt = exempt  # a path prefix CORS never applies to (the admin API)
         self.policy = CORSMiddleware(
             app,
             allow_origins=origins,
@@ -76,7 +78,7 @@ class Cors:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or self._exempt(scope["path"]):
             return await self.app(scope, receive, send)
         headers = Headers(scope=scope)
         if "origin" not in headers:
@@ -92,3 +94,7 @@ class Cors:
         return await self.app(
             scope, receive, functools.partial(self.policy.send, send=send, request_headers=headers)
         )
+
+    def _exempt(self, path: str) -> bool:
+        exempt = self.exempt
+        return exempt is not None and (path == exempt or path.startswith(exempt + "/"))

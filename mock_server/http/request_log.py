@@ -8,17 +8,27 @@ logged at DEBUG. Nothing is formatted unless a handler would take the record: a 
 no handler configured (the pytest plugin, `BackgroundServer`) pays one level check per
 request. `configure` sets up the handler the command uses, as text (coloured on a
 terminal unless `NO_COLOR` is set) or as JSON lines, and none for the null device.
+
+No write waits on the log's reader: a server whose output nobody reads (a pipe a CI step
+never drains) must go on serving. The handler writes to an `Outlet`, which writes only what
+the reader can take at once, keeps the rest (up to `LOG_BUDGET` bytes), and past that drops
+whole lines and counts them: `dropped()` (in `GET /__admin/journal`), and at stop `close()`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import io
 import logging
 import os
+import select
+import stat
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -241,15 +251,114 @@ def wants_colour(stream: IO[str]) -> bool:
     return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
 
 
+LOG_BUDGET = 1024 * 1024  # bytes of lines an Outlet keeps while its reader lags
+DRAIN_SECONDS = 2.0  # at stop, how long the reader may take nothing before lines are dropped
+DRAIN_LIMIT_SECONDS = 30.0  # and how long, at most, a reader that takes little is waited for
+RETRY_SECONDS = 0.05  # how often a loop tries again to write what the reader did not take
+# Bytes written at once to a pipe, terminal or socket the reader may leave full: at most
+# PIPE_BUF, which a pipe found writable takes whole, without blocking.
+_CHUNK = select.PIPE_BUF
+
+
+class Outlet(io.TextIOBase):
+    """A text stream over a file descriptor whose writer never waits on the reader.
+
+    `flush` writes what the reader takes at once (a regular file takes everything; a pipe, a
+    terminal or a socket as much as `select` says it can take) and keeps the rest, up to
+    `budget` bytes; past that, a write is dropped whole and its lines counted (`dropped`).
+    The descriptor itself is left blocking: it is shared with other processes (the command
+    `run` starts writes to the same stderr), which a non-blocking flag would break."""
+
+    def __init__(self, stream: IO[str], budget: int = LOG_BUDGET):
+        super().__init__()
+        self.stream = stream
+        self.fd = stream.fileno()
+        self.budget = budget
+        self._encoding = getattr(stream, "encoding", None) or "utf-8"
+        self._always_ready = stat.S_ISREG(os.fstat(self.fd).st_mode)
+        self._pending = bytearray()
+        self._lock = threading.Lock()  # a server's thread and the main one both write
+        self.dropped = 0  # lines dropped because the reader did not keep up
+        self._broken = False  # the reader has gone (EPIPE): everything written is dropped
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._encoding
+
+    @property
+    def pending(self) -> int:
+        """Bytes written and not yet taken by the reader."""
+        return len(self._pending)
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, text: str) -> int:
+        data = text.encode(self._encoding, "backslashreplace")
+        with self._lock:
+            if self._broken or len(self._pending) + len(data) > self.budget:
+                self.dropped += text.count("\n") or 1
+            else:
+                self._pending += data
+        return len(text)
+
+    def flush(self) -> None:
+        """Write what the reader takes now; never wait for it."""
+        with self._lock:
+            self._write(0.0)
+
+    def drain(self, timeout: float, limit: float = DRAIN_LIMIT_SECONDS) -> None:
+        """Write what is kept while the reader takes some every `timeout` seconds (for
+        `limit` seconds at most); drop what it leaves."""
+        give_up = time.monotonic() + limit
+        with self._lock:
+            while self._pending and time.monotonic() < give_up:
+                before = len(self._pending)
+                self._write(timeout)
+                if len(self._pending) == before:  # nothing taken for `timeout` seconds
+                    break
+            if self._pending:
+                self.dropped += self._pending.count(b"\n") or 1
+                self._pending.clear()
+
+    def _write(self, wait: float) -> bool:
+        """Write what the reader takes, waiting up to `wait` seconds for it to take some;
+        whether everything kept is written. The caller holds the lock."""
+        while self._pending:
+            if not self._always_ready:
+                _, ready, _ = select.select([], [self.fd], [], wait)
+                if not ready:
+                    return False
+            try:
+                written = os.write(self.fd, self._pending[:_CHUNK])
+            except BlockingIOError:
+                return False
+            except OSError as exc:  # the reader has gone, or the stream cannot be written
+                self._broken = exc.errno in (errno.EPIPE, errno.EBADF, errno.EIO)
+                self.dropped += self._pending.count(b"\n") or 1
+                self._pending.clear()
+                return True
+            del self._pending[:written]
+        return True
+
+
 class LoopFlushedHandler(logging.StreamHandler):
     """A stream handler that, on an event loop, flushes once the loop has run what is ready
     rather than after each record: under load one write carries many lines, which spares a
     system call and a wake-up of the reader per request, and at rest a line still leaves
-    at the end of its loop turn. Off the loop (and at exit) it flushes at once."""
+    at the end of its loop turn. Off the loop (and at exit) it flushes at once. On an
+    `Outlet` whose reader lags, it tries again every `RETRY_SECONDS` while lines wait."""
 
     def __init__(self, stream: IO[str]):
         super().__init__(stream)
         self._flush_pending = False
+        self._retry: asyncio.TimerHandle | None = None
 
     def flush(self) -> None:
         try:
@@ -264,6 +373,13 @@ class LoopFlushedHandler(logging.StreamHandler):
     def _flush_now(self) -> None:
         self._flush_pending = False
         super().flush()
+        stream = self.stream
+        if isinstance(stream, Outlet) and stream.pending and self._retry is None:
+            self._retry = asyncio.get_running_loop().call_later(RETRY_SECONDS, self._retry_now)
+
+    def _retry_now(self) -> None:
+        self._retry = None
+        self._flush_now()
 
 
 def discards(stream: IO[str]) -> bool:
@@ -279,17 +395,23 @@ def _failed(record: logging.LogRecord) -> bool:
     return not isinstance(line, RequestLine) or line.status is None or line.status >= 400
 
 
+_outlets: list[Outlet] = []  # those `configure` made, for `dropped` and `close`
+
+
 def configure(
     stream: IO[str], log_format: str = "text", *, debug: bool = False, failures_only: bool = False
-) -> None:
+) -> Outlet | None:
     """Log requests to `stream`: the platform's at INFO, and with `debug` the others too;
     with `failures_only` (and not `debug`), only those answered 4xx or 5xx, or dropped.
-    Nothing is logged when `stream` is the null device (a benchmark's output)."""
+    Nothing is logged when `stream` is the null device (a benchmark's output). A stream
+    over a file descriptor is written through an `Outlet`, which is returned: the command
+    writes its own lines to it too, so that no write of the process waits on the reader."""
     if log_format not in FORMATS:
         raise ValueError(f"log format {log_format!r} is not one of {', '.join(FORMATS)}")
     if discards(stream):
-        return
-    handler = LoopFlushedHandler(stream)
+        return None
+    found = outlet(stream)
+    handler = LoopFlushedHandler(stream if found is None else cast(IO[str], found))
     handler.setFormatter(
         JSONFormatter() if log_format == "json" else TextFormatter(wants_colour(stream))
     )
@@ -300,3 +422,33 @@ def configure(
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
     logger.propagate = False
+    return found
+
+
+def outlet(stream: IO[str]) -> Outlet | None:
+    """`stream` as an Outlet (itself, if it is one), counted in `dropped` and drained by
+    `close`; None for a stream that is no file descriptor (a StringIO)."""
+    if isinstance(stream, Outlet):
+        return stream
+    try:
+        stream.flush()  # what was printed before goes first
+        made = Outlet(stream)
+    except (OSError, ValueError, AttributeError):
+        return None
+    _outlets.append(made)
+    return made
+
+
+def dropped() -> int:
+    """Lines the request log dropped because its reader did not keep up."""
+    return sum(outlet.dropped for outlet in _outlets)
+
+
+def close(timeout: float = DRAIN_SECONDS) -> int:
+    """Stop logging, and write what is kept while the reader takes some (every `timeout`
+    seconds; see `Outlet.drain`), dropping the rest; the lines dropped in all."""
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    for kept in _outlets:
+        kept.drain(timeout)
+    return dropped()

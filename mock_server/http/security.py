@@ -6,6 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from connexion.security import BearerSecurityHandler
 
+# The key of `token_info` naming the personal access token a request authenticated with.
+TOKEN_USED = "token"
+
 if TYPE_CHECKING:
     from mock_server.auth import Authenticator
 
@@ -22,8 +25,9 @@ def security_map(authenticator: Authenticator) -> dict[str, type]:
                 )
 
             def verify(request: Any) -> dict[str, Any]:
-                caller = authenticator.authenticate(request.headers.get("Authorization"))
-                return {"sub": caller.subject_id, "caller": caller}
+                caller, token = authenticator.authenticate(request.headers.get("Authorization"))
+                # `token`: the personal access token to mark used once the request succeeds.
+                return {"sub": caller.subject_id, "caller": caller, TOKEN_USED: token}
 
             return verify
 

@@ -10,6 +10,7 @@ handler (`notes(scope)["arguments"]`), so nothing is parsed twice.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import typing as t
@@ -44,6 +45,8 @@ from mock_server import errors
 from mock_server.http.middleware import notes, query_by_key, query_pairs
 from mock_server.http.scope import operation_id
 from mock_server.validation import (
+    MAX_BODY_BYTES,
+    ONE_BIG_BODY,
     UTF8_CHARSETS,
     Detail,
     body_limit,
@@ -259,6 +262,18 @@ class JSONBodyValidator(JSONRequestBodyValidator):
                 )
             more_body = message.get("more_body", False)
         raw = b"".join(chunks)
+        if len(raw) > MAX_BODY_BYTES:
+            # Only the admin API's fixture uploads are this big (up to 64 MiB): reading
+            # them takes seconds, which the event loop's other requests do not wait for.
+            return await asyncio.to_thread(self._parsed_alone, raw)
+        return self._parsed(raw)
+
+    def _parsed_alone(self, raw: bytes) -> t.Any:
+        with ONE_BIG_BODY:
+            return self._parsed(raw)
+
+    def _parsed(self, raw: bytes) -> t.Any:
+        """The body as the handler takes it, from the bytes sent, or `_NO_BODY`."""
         body = self._decode(raw)
         if body is _NO_BODY:
             if self._required:

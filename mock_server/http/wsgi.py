@@ -5,11 +5,12 @@ thread and makes a round trip between threads for each response message: about 4
 mock's time per request. The mock's handlers only touch in-memory state under a lock and
 never wait on I/O (fault delays happen earlier, in ASGI), so they run inline: one at a time,
 each holding the loop only while it runs (well under a millisecond for the
-platform operations).
+platform operations). The few that may take seconds (`OFF_LOOP`) run on a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -20,9 +21,13 @@ from starlette.types import Receive, Scope, Send
 
 from mock_server import errors
 from mock_server.http.scope import operation_id
-from mock_server.validation import body_limit
+from mock_server.validation import ONE_BIG_BODY, body_limit
 
 WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
+# Operations whose handler may take seconds on a big input (a fixture document of up to
+# 64 MiB is read and checked): served on a worker thread, so that the event loop answers
+# other requests meanwhile. The world's lock still orders every change.
+OFF_LOOP = frozenset({"adminLoadFixtures"})
 
 
 class InlineWSGI:
@@ -53,13 +58,20 @@ class InlineWSGI:
         environ = build_environ(scope, io.BytesIO(body))  # type: ignore[arg-type]
         environ["CONTENT_LENGTH"] = str(len(body))  # what Flask gets, even if none was kept
         environ.update(self.environ_from(scope))  # type: ignore[typeddict-item]
-        result = self.app(environ, start_response)
-        try:
-            content = b"".join([*written, *result])
-        finally:
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
+
+        def respond() -> bytes:
+            result = self.app(environ, start_response)
+            try:
+                return b"".join([*written, *result])
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+
+        if operation_id(scope) in OFF_LOOP:
+            content = await asyncio.to_thread(_alone, respond)
+        else:
+            content = respond()
         status, headers = started
         await send(
             {
@@ -72,6 +84,11 @@ class InlineWSGI:
             }
         )
         await send({"type": "http.response.body", "body": content})
+
+
+def _alone(respond: Callable[[], bytes]) -> bytes:
+    with ONE_BIG_BODY:  # one big document checked at a time, as one is read at a time
+        return respond()
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:

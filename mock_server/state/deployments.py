@@ -151,6 +151,8 @@ class Deployments(Area):
             secret_fqns=referenced_secrets(manifest),
         )
         self.world.deployments[deployment.id] = deployment
+        for fqn in deployment.secret_fqns:
+            self.world.deployments_by_secret.setdefault(fqn, []).append(deployment)
         application.deployment_ids[version] = deployment.id
         if activate:
             application.active_version = version
@@ -169,11 +171,15 @@ class Deployments(Area):
     ) -> Page[Deployment]:
         """One page of the active deployments that reference any readable given secret."""
         fqns = self.store.secrets.readable_secret_fqns(caller, secret_ids)
+        referring = {
+            deployment.id: deployment
+            for fqn in fqns
+            for deployment in self.world.deployments_by_secret.get(fqn, ())
+        }
         matches = [
             deployment
-            for deployment in sorted(self.world.deployments.values(), key=lambda d: d.id)
-            if deployment.secret_fqns & fqns
-            and deployment.application.active_version == deployment.version
+            for _, deployment in sorted(referring.items())
+            if deployment.application.active_version == deployment.version
         ]
         # Newest first, ties by id (the sort is stable, also in reverse).
         matches.sort(key=lambda d: d.created_at, reverse=True)

@@ -89,6 +89,7 @@ class Identity(Area):
         )
         self.world.tenant = tenant
         self.world.resources[("tenant", tenant.id)] = tenant
+        self.world.resource_names[("tenant", name)] = tenant
         return tenant
 
     @property
@@ -124,6 +125,8 @@ class Identity(Area):
         )
         self.world.subjects[(type_, subject.id)] = subject
         self.world.subject_names[(type_, name)] = subject
+        for member_id in member_ids if type_ == "team" else ():
+            self.world.teams_by_member.setdefault(member_id, []).append(subject)
         if type_ == "agent":
             # Agents are also resources that grants can name: the same entity, the same id.
             self._put_resource("agent", name, None, subject.id)
@@ -172,12 +175,11 @@ class Identity(Area):
     def _put_resource(self, type_: str, name: str, fqn: str | None, resource_id: str) -> Resource:
         resource = Resource(type_, resource_id, name, fqn or f"{self.tenant.name}:{name}")
         self.world.resources[(type_, resource.id)] = resource
+        self.world.resource_names.setdefault((type_, name), resource)
         return resource
 
     def find_resource(self, type_: str, name: str) -> Resource | None:
-        return next(
-            (r for r in self.world.resources.values() if r.type == type_ and r.name == name), None
-        )
+        return self.world.resource_names.get((type_, name))
 
     def resource_named(self, type_: str, name: str) -> Resource:
         resource = self.find_resource(type_, name)
@@ -188,19 +190,32 @@ class Identity(Area):
     @locked
     def add_grant(self, subject: Subject, role: str, resource: Resource) -> Grant:
         grant = Grant(subject.type, subject.id, role, resource.type, resource.id)
-        if grant not in self.world.grants:
-            self.world.grants.append(grant)
+        world = self.world
+        held = world.grants_by_holder.setdefault((subject.type, subject.id), [])
+        if grant not in held:
+            world.grants.append(grant)
+            held.append(grant)
+            world.grants_by_resource.setdefault((resource.type, resource.id), []).append(grant)
         return grant
 
     def remove_resource(self, resource: Resource) -> None:
         """Forget a resource and every grant on it (the caller holds the lock)."""
-        self.world.resources.pop((resource.type, resource.id), None)
+        world = self.world
+        key = (resource.type, resource.id)
+        world.resources.pop(key, None)
+        if world.resource_names.get((resource.type, resource.name)) is resource:
+            del world.resource_names[(resource.type, resource.name)]
         self.release_ids(resource.id)
-        self.world.grants = [
-            g
-            for g in self.world.grants
-            if (g.resource_type, g.resource_id) != (resource.type, resource.id)
-        ]
+        on_it = world.grants_by_resource.pop(key, [])
+        if on_it:
+            gone = set(on_it)
+            world.grants = [g for g in world.grants if g not in gone]
+            for grant in on_it:
+                world.grants_by_holder[(grant.subject_type, grant.subject_id)].remove(grant)
+
+    def grants_of(self, subject_type: str, subject_id: str) -> list[Grant]:
+        """The grants a subject holds itself (not through its teams), in the order given."""
+        return self.world.grants_by_holder.get((subject_type, subject_id), [])
 
     # -- callers and access --------------------------------------------------------------
     @locked
@@ -216,9 +231,7 @@ class Identity(Area):
         return subject
 
     def teams_of(self, user_id: str) -> list[Subject]:
-        return [
-            s for s in self.world.subjects.values() if s.type == "team" and user_id in s.members
-        ]
+        return list(self.world.teams_by_member.get(user_id, ()))
 
     def _holders(self, caller: Caller) -> set[tuple[str, str]]:
         holders = {(caller.subject_type, caller.subject_id)}
@@ -228,17 +241,15 @@ class Identity(Area):
 
     def allowed(self, caller: Caller, action: str, *resources: Resource) -> bool:
         """Whether the caller may do `action` on the first resource (or one it belongs to)."""
-        holders = self._holders(caller)
         targets = {(r.type, r.id) for r in resources}
         tenant = ("tenant", self.tenant.id)
-        for grant in self.world.grants:
-            if (grant.subject_type, grant.subject_id) not in holders:
-                continue
-            on = (grant.resource_type, grant.resource_id)
-            if (on == tenant and grant.role == TENANT_ADMIN) or (
-                on in targets and action in role_actions(grant.role)
-            ):
-                return True
+        for holder in self._holders(caller):
+            for grant in self.grants_of(*holder):
+                on = (grant.resource_type, grant.resource_id)
+                if (on == tenant and grant.role == TENANT_ADMIN) or (
+                    on in targets and action in role_actions(grant.role)
+                ):
+                    return True
         return False
 
     def require(self, caller: Caller, action: str, *resources: Resource) -> None:
@@ -300,11 +311,10 @@ class Identity(Area):
         if resource is None:
             raise errors.RoleBindingTargetNotFound(f"No {resource_type} with id {resource_id!r}")
         subjects_by_role: dict[str, list[Subject]] = defaultdict(list)
-        for grant in self.world.grants:
-            if (grant.resource_type, grant.resource_id) == (resource.type, resource.id):
-                subject = self.subject(grant.subject_type, grant.subject_id)
-                if subject is not None:
-                    subjects_by_role[grant.role].append(subject)
+        for grant in self.world.grants_by_resource.get((resource.type, resource.id), []):
+            subject = self.subject(grant.subject_type, grant.subject_id)
+            if subject is not None:
+                subjects_by_role[grant.role].append(subject)
         return [
             RoleBinding(
                 manifest_name(resource.type, resource.name, role), role, subjects, [resource]
@@ -320,9 +330,7 @@ class Identity(Area):
             raise errors.RoleBindingTargetNotFound(f"No {subject_type} with id {subject_id!r}")
         only_tenant = only_tenant and subject.type in ("user", "team")
         resources_by_role: dict[str, list[Resource]] = defaultdict(list)
-        for grant in self.world.grants:
-            if (grant.subject_type, grant.subject_id) != (subject.type, subject.id):
-                continue
+        for grant in self.grants_of(subject.type, subject.id):
             if only_tenant and grant.resource_type != "tenant":
                 continue
             resource = self.world.resources.get((grant.resource_type, grant.resource_id))

@@ -47,6 +47,7 @@ class Secrets(Area):
                 SecretVersion(version_id, number, value, self.sources.clock.now())
             )
         group.secrets[secret.id] = secret
+        self.world.groups_by_secret[secret.id] = group
         return secret
 
     def group_named(self, name: str) -> SecretGroup:
@@ -55,12 +56,17 @@ class Secrets(Area):
 
     def readable_secret_fqns(self, caller: Caller, secret_ids: list[str]) -> set[str]:
         """Fqns of the given secrets that exist and that the caller may read."""
-        wanted = set(secret_ids)
         fqns: set[str] = set()
-        for group in self.world.secret_groups.values():
-            found = [s for sid, s in group.secrets.items() if sid in wanted]
-            if found and self.store.identity.allowed(caller, "read", group.resource):
-                fqns.update(s.fqn for s in found)
+        readable: dict[str, bool] = {}  # by group id: one access check per group
+        for secret_id in set(secret_ids):
+            group = self.world.groups_by_secret.get(secret_id)
+            if group is None:
+                continue
+            group_id = group.resource.id
+            if group_id not in readable:
+                readable[group_id] = self.store.identity.allowed(caller, "read", group.resource)
+            if readable[group_id]:
+                fqns.add(group.secrets[secret_id].fqn)
         return fqns
 
     @locked
@@ -76,6 +82,8 @@ class Secrets(Area):
                 "is faulty or unavailable; retry with forceDelete=true to delete anyway"
             )
         del self.world.secret_groups[group_id]
+        for secret_id in group.secrets:
+            self.world.groups_by_secret.pop(secret_id, None)
         self.release_ids(
             *(s.id for s in group.secrets.values()),
             *(v.id for s in group.secrets.values() for v in s.versions),

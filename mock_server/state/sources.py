@@ -47,6 +47,19 @@ _TWO_LETTERS = ["".join(pair) for pair in product(ascii_lowercase, repeat=2)]
 _THREE_LETTERS = ["".join(triple) for triple in product(ascii_lowercase, repeat=3)]
 
 
+MAX_SEED = 2**53 - 1  # the largest integer every JSON client reads exactly
+
+
+def seed_problem(seed: object) -> str | None:
+    """Why a value is not a seed, if it is not: the one rule of the command line, the
+    pytest plugin and the admin API. A seed is a whole number from 0 to 2^53 - 1."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        return f"a seed is a whole number, not {seed!r}"
+    if not 0 <= seed <= MAX_SEED:
+        return f"a seed is a whole number from 0 to 2^53 - 1 ({MAX_SEED}), not {seed}"
+    return None
+
+
 @dataclass(frozen=True)
 class SourcesState:
     """Where a store's sources stood: its clock, and how far each generator had got."""

@@ -31,7 +31,7 @@ from mock_server.state.entities import (
     SecretGroup,
     Subject,
 )
-from mock_server.state.sources import Sources, SourcesState
+from mock_server.state.sources import Sources, SourcesState, seed_problem
 
 if TYPE_CHECKING:
     from mock_server.fixtures import Fixture
@@ -63,6 +63,15 @@ class World:
     tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
     model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
+    # Indexes, so that a request costs what it asks and not what the world holds: each is
+    # kept beside the container it indexes, by the area that changes that container.
+    tokens_by_jwt: dict[str, PersonalAccessToken] = field(default_factory=dict)  # by JWT id
+    grants_by_holder: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
+    grants_by_resource: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
+    teams_by_member: dict[str, list[Subject]] = field(default_factory=dict)  # by user id
+    resource_names: dict[tuple[str, str], Resource] = field(default_factory=dict)  # (type, name)
+    groups_by_secret: dict[str, SecretGroup] = field(default_factory=dict)  # by secret id
+    deployments_by_secret: dict[str, list[Deployment]] = field(default_factory=dict)  # by fqn
     # Every id an entity of the world holds, whatever its kind, and what holds it.
     ids: dict[str, str] = field(default_factory=dict)
 
@@ -182,6 +191,12 @@ class Area:
             self.world.ids.pop(id_, None)
 
 
+def _check_seed(seed: int) -> None:
+    problem = seed_problem(seed)
+    if problem:
+        raise ValueError(problem)
+
+
 class Store:
     """The platform's state for one app: entities, rules, seeded sources and a lock.
 
@@ -197,7 +212,7 @@ class Store:
         documents: Iterable[Fixture] = (),
         signing_key: str | None = None,
     ):
-        from mock_server.auth import Signer, default_key
+        from mock_server.auth import Signer, new_key
         from mock_server.state.artifacts import Artifacts
         from mock_server.state.deployments import Deployments
         from mock_server.state.gateway import Gateway
@@ -206,11 +221,12 @@ class Store:
         from mock_server.state.secrets import Secrets
         from mock_server.state.tokens import Tokens
 
+        _check_seed(seed)
         self.lock = threading.RLock()
         self.seed = seed
         self.initial_documents: list[Fixture] = list(documents)
-        self._signing_key = signing_key  # a key given outright outlives re-seeds
-        self.signer = Signer(signing_key or default_key(seed))
+        # The server's key for its whole life, re-seeds included: given, or drawn now.
+        self.signer = Signer(signing_key or new_key())
         # How many worlds this store has built: personal access token ids are drawn for each
         # world apart, so that no id (and no token) of an earlier world comes back.
         self.generation = -1
@@ -234,7 +250,10 @@ class Store:
         built once is kept as a snapshot and restored afterwards (copies of its containers;
         see `World.copy`) without reading or applying a document again, so that a reset
         takes milliseconds whatever the size of the world. Each reset makes a new world,
-        which draws its personal access token ids from a stream of its own."""
+        which draws its personal access token ids from a stream of its own. The signing key
+        stays the store's whatever the seed."""
+        if seed is not None:
+            _check_seed(seed)
         extra = list(extra)
         with self.lock:
             key = _world_key(self.seed if seed is None else seed, extra)
@@ -251,16 +270,12 @@ class Store:
             self.sources = Sources.restored(sources, self.sources.faker, self.generation)
 
     def _reseed(self, seed: int) -> None:
-        from mock_server.auth import Signer, default_key
-
-        self.seed = seed
-        # Keys follow the seed, as `platform-mock token --seed N` derives them.
-        self.signer = Signer(self._signing_key or default_key(seed))
+        self.seed = seed  # the signing key stays: it is the server's, not the seed's
 
     def _rebuild(self, seed: int | None, extra: list[Fixture], key: Hashable | None) -> None:
         from mock_server.fixtures import apply_document
 
-        before = (self.seed, self.world, self.sources, self.signer)
+        before = (self.seed, self.world, self.sources)
         if seed is not None:
             self._reseed(seed)
         self.generation += 1
@@ -276,7 +291,7 @@ class Store:
             if extra:
                 self._keep(key)
         except BaseException:  # an extra document that cannot enter: the world as it was
-            self.seed, self.world, self.sources, self.signer = before
+            self.seed, self.world, self.sources = before
             raise
 
     def _keep(self, key: Hashable | None) -> None:

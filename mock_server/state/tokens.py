@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -79,7 +81,10 @@ class Tokens(Area):
             token=value,
             jwt_id=jwt_id,
         )
+        if existing is not None:  # replaced: the world no longer holds it (nor its JWT id)
+            self.world.tokens_by_jwt.pop(existing.jwt_id, None)
         self.world.tokens[(owner.id, name)] = token
+        self.world.tokens_by_jwt[jwt_id] = token
         return self._issued(token, created=True)
 
     def _working(self, token: PersonalAccessToken) -> bool:
@@ -90,24 +95,38 @@ class Tokens(Area):
         world = self.world
         grants = [
             (grant, world.resources[(grant.resource_type, grant.resource_id)])
-            for grant in world.grants
-            if (grant.subject_type, grant.subject_id) == (token.owner.type, token.owner.id)
+            for grant in self.store.identity.grants_of(token.owner.type, token.owner.id)
         ]
         return IssuedToken(token, grants, self.sources.clock.now(), created)
 
     @locked
     def live(self, jwt_id: str, owner_id: str) -> PersonalAccessToken | None:
         """The world's live token with that id owned by that subject; None when it is
-        unknown, revoked, of an earlier world, or another's id."""
-        for token in self.world.tokens.values():
-            if token.jwt_id == jwt_id and token.owner_id == owner_id and not token.revoked:
-                return token
-        return None
+        unknown, revoked, of an earlier world, or another's id. By index: a request costs
+        the same with ten tokens as with two hundred thousand."""
+        token = self.world.tokens_by_jwt.get(jwt_id)
+        if token is None or token.owner_id != owner_id or token.revoked:
+            return None
+        return token
 
     @locked
     def touch(self, token: PersonalAccessToken) -> None:
         """Record that a token authenticated a request."""
         token.last_accessed_at = self.sources.clock.now()
+
+    @contextmanager
+    def in_use(self, token: PersonalAccessToken) -> Iterator[None]:
+        """A request authenticated by `token` being served: the token's last use is now,
+        and stays as it was if the request is refused (its handler raises)."""
+        with self.store.lock:
+            before = token.last_accessed_at
+            self.touch(token)
+        try:
+            yield
+        except BaseException:
+            with self.store.lock:
+                token.last_accessed_at = before
+            raise
 
     @locked
     def revoke(self, owner_id: str, name: str) -> None:
