@@ -446,10 +446,18 @@ def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, 
     ]
     if args.cors:
         lines.append(f"  CORS origins:  {', '.join(args.cors)}")
-    lines += [
-        f"  token:         {user_token(mock) or NO_USER}",
-        f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}{ADMIN_PREFIX})",
-    ]
+    if args.command == "run":
+        # A CI log is read by more people than the run's command: the tokens stay in the
+        # command's environment.
+        lines += [
+            f"  token:         {'$PLATFORM_MOCK_TOKEN' if user_token(mock) else NO_USER}",
+            f"  admin token:   $PLATFORM_MOCK_ADMIN_TOKEN  (admin API: {base}{ADMIN_PREFIX})",
+        ]
+    else:
+        lines += [
+            f"  token:         {user_token(mock) or NO_USER}",
+            f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}{ADMIN_PREFIX})",
+        ]
     print("\n".join(lines), file=out, flush=True)
     if not _is_loopback(args.host):
         print(
@@ -552,7 +560,14 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_CANNOT_BIND
-    # Standard output is the command's; the mock speaks on standard error.
+    # Standard output is the command's; the mock speaks on standard error. What the mock
+    # prints on either (its log, the report, the verdict, GitHub's annotations) goes through
+    # outlets that never wait on their reader: an unread CI log holds nothing, the stop
+    # included. The command writes to the same descriptors, unchanged.
+    for name in ("stdout", "stderr"):
+        found = request_log.outlet(getattr(sys, name))
+        if found is not None:
+            setattr(sys, name, found)
     _banner(mock, args, server.host, server.port, sys.stderr)
     if not args.quiet:
         request_log.configure(

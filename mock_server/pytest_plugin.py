@@ -28,6 +28,7 @@ import copy
 import functools
 import json
 import os
+import re
 import sys
 import threading
 import warnings
@@ -94,7 +95,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("platform-mock", "platform API mock")
     group.addoption(
         "--platform-mock-seed",
-        type=int,
         default=None,
         help="seed of the mock's world (default: ini platform_mock_seed, else 0)",
     )
@@ -198,7 +198,13 @@ def _find_rootdir_again(config: pytest.Config, args: list[str]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # The report's options are checked before any test runs, as the command checks them.
+    # The options are checked before any test runs, as the command checks them.
+    try:
+        _session_seed(config)
+    except ValueError as exc:
+        raise pytest.UsageError(
+            f"--platform-mock-seed (or ini platform_mock_seed): {exc}"
+        ) from None
     minimum = config.getoption("--platform-mock-min-coverage")
     if minimum is not None:
         try:
@@ -340,11 +346,16 @@ def violations_text(entries: list[Any]) -> str:
 def _session_seed(config: pytest.Config) -> int | None:
     """The seed the session asks for (option, else ini), or None where it asks for none: the
     served world's own (0 for a mock of the session's own)."""
-    option = config.getoption("--platform-mock-seed")
-    if option is not None:
-        return int(option)
-    given = config.getini("platform_mock_seed")
-    return int(given) if given else None
+    given = config.getoption("--platform-mock-seed")
+    if given is None:
+        given = config.getini("platform_mock_seed") or None
+    if given is None:
+        return None
+    # The one seed rule of the command line and the admin API (mock_server.state.sources),
+    # read without importing the mock: ASCII digits, from 0 to 2^53 - 1.
+    if not re.fullmatch(r"[0-9]+", given) or int(given) > 2**53 - 1:
+        raise ValueError(f"a seed is a whole number from 0 to 2^53 - 1, not {given!r}")
+    return int(given)
 
 
 class _Backend:

@@ -247,3 +247,19 @@ def test_the_mock_listens_only_once_a_test_asks_where_it_is(pytester: pytest.Pyt
     pytester.makepyfile(test_no_socket=NO_SOCKET)
     result = run_session(pytester)
     result.assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        pytest.param("-1", id="negative"),
+        pytest.param("1_0", id="underscore"),
+        pytest.param(str(2**53), id="past-2-53"),
+        pytest.param("x", id="not-a-number"),
+    ],
+)
+def test_a_seed_outside_the_seed_rule_is_a_usage_error(pytester: pytest.Pytester, seed: str):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_inprocess(f"--platform-mock-seed={seed}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--platform-mock-seed*a seed is a whole number from 0*"])

@@ -3,6 +3,7 @@ command's environment, its exit status, the contract checks, the reports and the
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -268,3 +269,53 @@ def test_stop_signal_is_passed_on_and_the_run_ends_with_the_commands_status(
             process.wait()
     assert (process.returncode, seen.read_text()) == (7, sig.name), stderr
     assert report.exists()  # the mock stopped after the command, and wrote its report
+
+
+# -- an unread CI log ------------------------------------------------------------------------
+
+FLOOD = textwrap.dedent(
+    """
+    import os, urllib.error, urllib.request
+
+    for i in range(1500):  # twenty rules broken, each a line and an example in the report
+        query = f"?bogus{i % 20}=" + "x" * 200
+        request = urllib.request.Request(
+            os.environ["PLATFORM_MOCK_API_URL"] + "/personal-access-tokens/ci" + query,
+            headers={"Authorization": "Bearer " + os.environ["PLATFORM_MOCK_TOKEN"]},
+        )
+        try:
+            urllib.request.urlopen(request)
+        except urllib.error.HTTPError:
+            pass
+    """
+)
+
+
+def test_a_run_whose_log_nobody_reads_ends_with_its_command():
+    # Standard error is a pipe of one page that nobody reads: the log of 1,500 refused
+    # requests and the report after it, written as they came, would wait for a reader.
+    reader, writer = os.pipe()
+    fcntl.fcntl(writer, fcntl.F_SETPIPE_SZ, 4096)
+    try:
+        unread = subprocess.Popen(
+            [sys.executable, "-m", "mock_server", "run", "--", sys.executable, "-c", FLOOD],
+            stdout=subprocess.DEVNULL,
+            stderr=writer,
+            stdin=subprocess.DEVNULL,
+            env=environment(),
+        )
+        try:
+            assert unread.wait(timeout=60) == 0
+        finally:
+            unread.kill()
+    finally:
+        os.close(reader)
+        os.close(writer)
+
+
+def test_runs_banner_names_the_variables_that_hold_the_tokens(violating):
+    done, _ = violating
+    banner = done.stderr.split("Press Ctrl-C")[0]
+    assert "  token:         $PLATFORM_MOCK_TOKEN" in banner
+    assert "  admin token:   $PLATFORM_MOCK_ADMIN_TOKEN" in banner
+    assert "eyJ" not in done.stderr
