@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from starlette.types import Receive, Scope, Send
 
 from mock_server import contract, fixtures
-from mock_server.auth import Authenticator
+from mock_server.auth import Authenticator, Signer, new_key
 from mock_server.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
 from mock_server.faults import Faults
 from mock_server.http import build_connexion_app, journaled, request_log
@@ -50,7 +50,8 @@ class MockConfig:
         """The world this configuration describes: its fixtures loaded with its seed."""
         documents = fixtures.default_fixtures() if self.default_fixtures else []
         documents += [fixtures.load(path) for path in self.fixtures]
-        return Store(self.seed, documents, self.signing_key)
+        # The server's key for its whole life, re-seeds included: given, or drawn now.
+        return Store(self.seed, documents, Signer(self.signing_key or new_key()))
 
 
 class WorldHost(Protocol):

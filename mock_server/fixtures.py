@@ -39,8 +39,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from mock_server import errors
 from mock_server.resources import package_file
-from mock_server.state.sources import iso, world_time
-from mock_server.state.store import IdTaken
+from mock_server.state.area import IdTaken
 from mock_server.validation import (
     BODY_LIMITS,
     MAX_DEPTH,
@@ -81,6 +80,11 @@ class Fixture:
 
     def where(self, path: Path_) -> str:
         return self.located([path])[0]
+
+    def apply_to(self, store: Store) -> None:
+        """Enter the store's world, every record through the API's own rules, or raise
+        FixtureError naming every record that cannot (the store keeps its world)."""
+        apply_document(store, self)
 
     def located(self, paths: list[Path_]) -> list[str]:
         """`file:line: field` for each path, the lines found in one pass."""
@@ -825,10 +829,9 @@ def apply_document(store: Store, fixture: Fixture) -> None:
     # Every record is tried, and every one that cannot enter is reported at once; the
     # caller (`Store`) then keeps the world as it was before the document.
     problems: list[tuple[Path_, str]] = []
-    for section, loader in _SECTIONS:
+    for section, apply in store.sections():
         single = section in ("tenant", "clock")
         records = [data.get(section)] if single else data.get(section, [])
-        apply = loader(store)
         for index, record in enumerate(records):
             if record is None:
                 continue
@@ -868,45 +871,7 @@ def _id_field(record: Any, taken: str) -> tuple[Any, ...]:
     return found
 
 
-# Each section and the area method that builds one record of it, in dependency order; each
-# area writes its sections back (`dump`) beside the code that reads them.
-_SECTIONS: tuple[tuple[str, Callable[[Store], Callable[[Any], None]]], ...] = (
-    ("tenant", lambda store: store.identity.load_tenant),
-    ("users", lambda store: store.identity.load_user),
-    ("teams", lambda store: store.identity.load_team),
-    ("virtualAccounts", lambda store: store.identity.load_virtual_account),
-    ("agents", lambda store: store.identity.load_agent),
-    ("clusters", lambda store: store.identity.load_cluster),
-    ("workspaces", lambda store: store.identity.load_workspace),
-    ("resources", lambda store: store.identity.load_resource),
-    ("secretGroups", lambda store: store.secrets.load_group),
-    ("mlRepos", lambda store: store.artifacts.load_ml_repo),
-    ("grants", lambda store: store.identity.load_grant),
-    ("applications", lambda store: store.deployments.load_application),
-    ("artifactVersions", lambda store: store.artifacts.load_version),
-    ("personalAccessTokens", lambda store: store.tokens.load_token),
-    ("modelResponses", lambda store: store.gateway.load_response),
-    ("clock", lambda store: lambda moment: store.sources.clock.set(world_time(moment))),
-)
-
-
 def dump(store: Store) -> dict[str, Any]:
     """The whole state as a fixture document: loaded into a mock without default fixtures,
-    it rebuilds this state, ids and timestamps included. Each area's dump is its own: it
-    shares nothing the world goes on changing."""
-    with store.lock:
-        sections: dict[str, Any] = {
-            **store.identity.dump(),
-            **store.secrets.dump(),
-            **store.artifacts.dump(),
-            **store.deployments.dump(),
-            **store.tokens.dump(),
-            **store.gateway.dump(),
-            "clock": iso(store.sources.clock.now()),
-        }
-        document = {
-            section: sections[section]
-            for section, _ in _SECTIONS
-            if sections[section] not in ([], None)
-        }
-        return document
+    it rebuilds this state, ids and timestamps included (`Store.dump`)."""
+    return store.dump()

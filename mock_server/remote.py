@@ -15,6 +15,7 @@ import httpx
 import orjson
 
 from mock_server import contract, fixtures
+from mock_server.auth import Signer, new_key
 from mock_server.coordinates import Coordinates
 from mock_server.faults import Fault, FaultRefused
 from mock_server.journal import Entry, Journal
@@ -111,7 +112,7 @@ class RemoteMock:
         """The world as it is now, rebuilt from its dump: ids, names and records as served.
         Changing it changes nothing in the served world (`load` does)."""
         dump = fixtures.check(self._call("GET", "/state"), "the served world")
-        return Store(self.seed, [dump])
+        return Store(self.seed, [dump], Signer(new_key()))  # a copy signs nothing served
 
     def load(self, document: dict[str, Any]) -> None:
         """Add a fixture document's records to the served world."""

@@ -16,6 +16,8 @@ import httpx
 import pytest
 
 from mock_server import PlatformMock
+from mock_server.auth import Signer, new_key
+from mock_server.fixtures import Fixture
 from mock_server.pytest_plugin import MockHandle, ssl_context
 from mock_server.server import BackgroundServer
 from mock_server.state import Store
@@ -43,6 +45,12 @@ def store(mock: PlatformMock) -> Store:
 def token(mock: PlatformMock) -> str:
     """A development token of the default user (alice, tenant admin)."""
     return mock.auth.dev_token()
+
+
+def new_store(seed: int, documents: list[Fixture]) -> Store:
+    """A world of its own, built from checked fixture documents, signing with a key of its
+    own (as a mock's store does)."""
+    return Store(seed, documents, Signer(new_key()))
 
 
 def http_client(**options) -> httpx.Client:

@@ -12,13 +12,14 @@ import pytest
 
 from mock_server import catalog, contract, fixtures
 from mock_server.state import Store
+from tests.conftest import new_store
 
 EVERY_SPEC_OPERATION = {**contract.operations(), **contract.admin_operations()}
 
 
 @pytest.fixture(scope="module")
 def default_world() -> Store:
-    return Store(0, fixtures.default_fixtures())
+    return new_store(0, fixtures.default_fixtures())
 
 
 @pytest.mark.parametrize("operation_id", [pytest.param(op, id=op) for op in EVERY_SPEC_OPERATION])

@@ -29,6 +29,7 @@ from mock_server.state.deployments import check_manifest
 from mock_server.state.identity import ROLE_ACTIONS, role_actions
 from mock_server.state.jobs import ENDED, RUN_STATUSES
 from mock_server.state.sources import Sources
+from tests.conftest import new_store
 
 WORLD = """\
 tenant: acme
@@ -57,7 +58,7 @@ LEVELS = {level: ROLE_ACTIONS[level] for level in ("admin", "editor", "viewer")}
 
 
 def store_of(*texts: str, seed: int = 0) -> Store:
-    return Store(seed, [parse(text, f"doc{i}.yaml") for i, text in enumerate(texts)])
+    return new_store(seed, [parse(text, f"doc{i}.yaml") for i, text in enumerate(texts)])
 
 
 def test_default_fixtures_are_valid():
@@ -65,13 +66,13 @@ def test_default_fixtures_are_valid():
 
 
 def test_default_world_has_a_job_run_in_every_status():
-    store = Store(0, default_fixtures())
+    store = new_store(0, default_fixtures())
     trainer = store.deployments.application_named("trainer")
     assert {run.status for run in store.world.job_runs[trainer.id]} == set(RUN_STATUSES)
 
 
 def test_default_world_has_a_faulty_secret_integration():
-    store = Store(0, default_fixtures())
+    store = new_store(0, default_fixtures())
     assert not store.secrets.group_named("legacy-vault").integration_healthy
 
 
@@ -208,7 +209,7 @@ GENERATED_APPS = "  - {generate: 30, workspace: ml-team}\n"
 
 
 def _generated_apps(seed: int = 0) -> list:
-    store = Store(seed, [*default_fixtures(), parse("applications:\n" + GENERATED_APPS)])
+    store = new_store(seed, [*default_fixtures(), parse("applications:\n" + GENERATED_APPS)])
     default = {"trainer", "chat-api", "legacy-etl", "reporting"}
     apps = [a for a in store.world.applications.values() if a.name not in default]
     return [(a, [store.world.deployments[d] for d in a.deployment_ids.values()]) for a in apps]
@@ -275,16 +276,16 @@ def test_without_default_fixtures_the_world_is_only_the_given_files(tmp_path: Pa
 
 def reloaded(document: dict, seed: int = 5) -> Store:
     """A store built from nothing but a dumped document (through JSON, as over HTTP)."""
-    return Store(seed, [check(json.loads(json.dumps(document)), "dump.json")])
+    return new_store(seed, [check(json.loads(json.dumps(document)), "dump.json")])
 
 
 def test_dump_of_the_default_world_rebuilds_it():
-    original = dump(Store(0, default_fixtures()))
+    original = dump(new_store(0, default_fixtures()))
     assert dump(reloaded(original)) == original
 
 
 def test_dump_is_a_valid_fixture_document():
-    check(dump(Store(0, default_fixtures())), "dump.json")
+    check(dump(new_store(0, default_fixtures())), "dump.json")
 
 
 def test_dump_after_api_changes_rebuilds_them(api, store):
@@ -362,7 +363,7 @@ def _reset_with_extra(path: Path) -> None:
     ],
 )
 def test_fixture_file_giving_a_default_id_is_refused(tmp_path: Path, load_file):
-    alice = Store(0, default_fixtures()).identity.default_user()
+    alice = new_store(0, default_fixtures()).identity.default_user()
     extra = tmp_path / "extra.yaml"
     extra.write_text(f"users:\n  - email: x@y\n    id: {alice.id}\n")
 
@@ -412,7 +413,7 @@ def test_clock_outside_the_range_is_refused_with_file_and_line(clock):
         FixtureError,
         match=r"clock.yaml:1: clock: .*: times must be from 1970 up to \(not including\) 9000",
     ):
-        Store(0, [parse(f"clock: '{clock}'\ntenant: acme\n", "clock.yaml")])
+        new_store(0, [parse(f"clock: '{clock}'\ntenant: acme\n", "clock.yaml")])
 
 
 # -- fixtures exactly as strict as the API ----------------------------------------------------
@@ -514,7 +515,7 @@ def test_billion_laughs_is_refused_before_it_grows():
 
 def test_world_without_a_tenant_is_refused_with_file_line_and_field():
     with pytest.raises(FixtureError, match=r"^solo.yaml:1: tenant: is required in the first"):
-        Store(0, [parse("users:\n  - email: ada@acme.example\n", "solo.yaml")])
+        new_store(0, [parse("users:\n  - email: ada@acme.example\n", "solo.yaml")])
 
 
 def test_yaml_error_names_the_file_not_a_unicode_string():

@@ -109,7 +109,7 @@ def _world_dictionaries(store: Store) -> dict[str, list[str]]:
 # The fuzzing run's signing key: schemathesis takes the token when this module is imported,
 # before the session's mock (which draws a key of its own) exists; `world` lends it this key.
 KEY = "the fuzzing run's signing key, 32 bytes or more"
-_STORE = Store(WORLD_SEED, fixtures.default_fixtures(), KEY)
+_STORE = Store(WORLD_SEED, fixtures.default_fixtures(), Signer(KEY))
 WORLD = _world_dictionaries(_STORE)
 
 # Values that broke servers before, drawn for any string or integer the bindings above leave

@@ -20,7 +20,7 @@ from connexion.json_schema import Draft4ResponseValidator, resolve_refs
 from mock_server import contract, fixtures
 from mock_server.fixtures import FixtureError
 from mock_server.state import Store
-from tests.conftest import assert_error
+from tests.conftest import assert_error, new_store
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{1,64}[a-z0-9]$")
 OPERATIONS = ("list-secret-deployments", "list-job-runs")
@@ -321,7 +321,7 @@ def test_fixture_with_role_past_its_bounds_is_rejected(role):
 
 def _admit(document: dict) -> Store:
     """Check a fixture document and build a world from the default one plus it."""
-    return Store(0, [*fixtures.default_fixtures(), fixtures.check(document)])
+    return new_store(0, [*fixtures.default_fixtures(), fixtures.check(document)])
 
 
 def test_fixture_within_the_limits_builds_a_world():

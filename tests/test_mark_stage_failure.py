@@ -8,8 +8,7 @@ import httpx
 import pytest
 
 from mock_server import fixtures
-from mock_server.state import Store
-from tests.conftest import assert_error
+from tests.conftest import assert_error, new_store
 
 MARK = "/artifact-versions/mark-stage-failure"
 MANIFEST = {
@@ -107,5 +106,5 @@ def test_a_failed_version_survives_a_state_dump_and_load(api, admin):
     dumped = admin.get("/state").json()
     (entry,) = [v for v in dumped["artifactVersions"] if v["id"] == version_id]
     assert entry["failed"] is True and entry["tags"] == []
-    reloaded = Store(0, [fixtures.check(dumped, "the dump")])
+    reloaded = new_store(0, [fixtures.check(dumped, "the dump")])
     assert reloaded.artifacts.version(version_id).failed

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from mock_server import fixtures
-from mock_server.state import Store
+from tests.conftest import new_store
 from tests.inner import INNER_TIMEOUT, run_session
 
 pytest_plugins = ["pytester"]
@@ -36,7 +36,7 @@ users:
 
 def tenant_id(seed: int) -> str:
     """The tenant id the default world gets with this seed."""
-    return Store(seed, fixtures.default_fixtures()).identity.tenant.id
+    return new_store(seed, fixtures.default_fixtures()).identity.tenant.id
 
 
 # -- inner test modules ----------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mock_server import fixtures
-from mock_server.state import Store
+from tests.conftest import new_store
 
 pytest_plugins = ["pytester"]
 
@@ -120,6 +120,6 @@ def test_ci_runs_the_readme_test_command_verbatim():
 def test_fixture_example_loads_on_the_default_world():
     section = readme_section("Fixtures")
     (example,) = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
-    store = Store(0, [*fixtures.default_fixtures(), fixtures.parse(example, "README.md")])
+    store = new_store(0, [*fixtures.default_fixtures(), fixtures.parse(example, "README.md")])
     nightly = store.deployments.application_named("nightly")
     assert len(store.world.job_runs[nightly.id]) == 501

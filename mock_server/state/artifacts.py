@@ -7,14 +7,15 @@ Version ids are UUIDs drawn from the seed: the platform's library reads them wit
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from mock_server import contract, errors
+from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Artifact, ArtifactVersion, Caller, MlRepo
-from mock_server.state.identity import reference
+from mock_server.state.identity import Identity, reference
 from mock_server.state.sources import iso, world_time
-from mock_server.state.store import Area, locked
 from mock_server.validation import compiled, violations
 
 # Each kind of artifact has its own folder under the repo, so that an artifact and a model of
@@ -29,12 +30,16 @@ KIND_FOLDERS = {
 class Artifacts(Area):
     """Artifacts live in ML repos; a tag names at most one version of an artifact."""
 
+    def __init__(self, store: Ground, identity: Identity):
+        super().__init__(store)
+        self.identity = identity
+
     @locked
     def add_ml_repo(
         self, name: str, *, storage_root: str | None = None, repo_id: str | None = None
     ) -> MlRepo:
-        resource = self.store.identity.add_resource("mlf-project", name, resource_id=repo_id)
-        tenant = self.store.identity.tenant.name
+        resource = self.identity.add_resource("mlf-project", name, resource_id=repo_id)
+        tenant = self.identity.tenant.name
         repo = MlRepo(resource, storage_root or f"s3://platform-{tenant}-artifacts/{name}")
         self.world.ml_repos[name] = repo
         return repo
@@ -68,7 +73,7 @@ class Artifacts(Area):
         repo = self.world.ml_repos.get(manifest["ml_repo"])
         if repo is None:
             raise errors.MlRepoNotFound(f"No ML repo named {manifest['ml_repo']!r}")
-        self.store.identity.require(caller, "write", repo.resource)
+        self.identity.require(caller, "write", repo.resource)
         type_, name = manifest["type"], manifest["name"]
         artifact = self._find_artifact(repo, type_, name)
         taken = artifact.versions if artifact else {}
@@ -97,7 +102,7 @@ class Artifacts(Area):
             storage_root=f"{repo.storage_root}/{KIND_FOLDERS[type_]}/{name}/{number}/",
             manifest={**copy.deepcopy(manifest), "version": number},
             created_at=created_at or self.sources.clock.now(),
-            created_by=self.store.identity.caller_subject(caller),
+            created_by=self.identity.caller_subject(caller),
         )
         artifact.versions[number] = version.id
         self.world.artifact_versions[version.id] = version
@@ -111,7 +116,7 @@ class Artifacts(Area):
             raise errors.ArtifactVersionNotFound(f"No artifact version with id {version_id!r}")
         artifact = self.world.artifacts[version.artifact_id]
         repo_resource = self.world.resources[("mlf-project", artifact.ml_repo_id)]
-        self.store.identity.require(caller, "write", repo_resource)
+        self.identity.require(caller, "write", repo_resource)
         if version.failed:
             raise errors.ArtifactVersionFailed(
                 f"Artifact version {version.fqn} ({version.id}) failed staging; it takes no tags"
@@ -149,13 +154,19 @@ class Artifacts(Area):
         if version is None:
             raise errors.ArtifactVersionNotFound(f"No artifact version with id {version_id!r}")
         artifact = self.world.artifacts[version.artifact_id]
-        self.store.identity.require(
+        self.identity.require(
             caller, "write", self.world.resources[("mlf-project", artifact.ml_repo_id)]
         )
         if not version.failed:
             self.store.tick()
             version.failed = True
             version.tags.clear()
+
+    def loaders(self) -> dict[str, Callable[[Any], None]]:
+        return {
+            "mlRepos": self.load_ml_repo,
+            "artifactVersions": self.load_version,
+        }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
     def load_ml_repo(self, r: dict) -> None:
@@ -167,7 +178,7 @@ class Artifacts(Area):
         problems = violations(compiled(schema), r["manifest"], "manifest", ("manifest",))
         if problems:
             raise ValueError("; ".join(f"{p['field']}: {p['message']}" for p in problems))
-        caller = self.store.identity.subject_by_reference(r.get("as")).caller()
+        caller = self.identity.subject_by_reference(r.get("as")).caller()
         created_at = r.get("createdAt")
         staged = self.stage(
             caller,

@@ -8,17 +8,19 @@ mount's `secret_fqn`, a build secret's value, or an `env` value (plain fqn or
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
 from connexion.json_schema import Draft4ResponseValidator
 
 from mock_server import contract
+from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, Page, Subject
-from mock_server.state.secrets import SECRET_REFERENCE_SCHEME
+from mock_server.state.identity import Identity
+from mock_server.state.jobs import Jobs
+from mock_server.state.secrets import SECRET_REFERENCE_SCHEME, Secrets
 from mock_server.state.sources import iso, world_time
-from mock_server.state.store import Area, locked
 from mock_server.validation import compiled, violations
 
 # What the platform's Python SDK gives a manifest's `resources` when they are left out (MB),
@@ -85,6 +87,12 @@ def referenced_secrets(manifest: dict[str, Any]) -> frozenset[str]:
 class Deployments(Area):
     """Job and service applications with their versioned deployments."""
 
+    def __init__(self, store: Ground, identity: Identity, secrets: Secrets, jobs: Jobs):
+        super().__init__(store)
+        self.identity = identity
+        self.secrets = secrets
+        self.jobs = jobs
+
     @locked
     def add_application(
         self,
@@ -96,7 +104,7 @@ class Deployments(Area):
         application_id: str | None = None,
         application_set_id: str | None = None,
     ) -> Application:
-        workspace = self.store.identity.resource_named("workspace", workspace_name)
+        workspace = self.identity.resource_named("workspace", workspace_name)
         if any(
             a.name == name and a.workspace_id == workspace.id
             for a in self.world.applications.values()
@@ -170,7 +178,7 @@ class Deployments(Area):
         self, caller: Caller, secret_ids: list[str], *, limit: int, offset: int
     ) -> Page[Deployment]:
         """One page of the active deployments that reference any readable given secret."""
-        fqns = self.store.secrets.readable_secret_fqns(caller, secret_ids)
+        fqns = self.secrets.readable_secret_fqns(caller, secret_ids)
         referring = {
             deployment.id: deployment
             for fqn in fqns
@@ -194,8 +202,8 @@ class Deployments(Area):
         tag, or built from a remote source; ports and replicas for a service; a manual or
         scheduled trigger for a job), some referring to the world's secrets; jobs get runs."""
         rng, faker = self.sources.random, self.sources.faker
-        workspace = self.store.identity.resource_named("workspace", workspace_name)
-        tenant = self.store.identity.tenant.name
+        workspace = self.identity.resource_named("workspace", workspace_name)
+        tenant = self.identity.tenant.name
         secret_fqns = sorted(
             secret.fqn
             for group in self.world.secret_groups.values()
@@ -215,11 +223,16 @@ class Deployments(Area):
                 manifest = _generated_manifest(kind, name, version, tenant, secret_fqns, rng)
                 self.add_deployment(application, manifest)
             if kind == "job":
-                self.store.jobs.generate_runs(application, rng.randint(3, 30))
+                self.jobs.generate_runs(application, rng.randint(3, 30))
+
+    def loaders(self) -> dict[str, Callable[[Any], None]]:
+        return {
+            "applications": self.load_application,
+        }
 
     # -- fixtures: this area's section, read and written side by side -------------------
     def load_application(self, r: dict) -> None:
-        identity = self.store.identity
+        identity = self.identity
         if "generate" in r:
             self.generate_applications(
                 r["generate"],
@@ -253,7 +266,7 @@ class Deployments(Area):
                     f"activeVersion {r['activeVersion']} is not one of the deployments"
                 )
             application.active_version = r["activeVersion"]
-        self.store.jobs.load_runs(application, r.get("runs", []))
+        self.jobs.load_runs(application, r.get("runs", []))
 
     def dump(self) -> dict[str, Any]:
         """This area's fixture section, `applications` (with each job's runs)."""
@@ -264,7 +277,7 @@ class Deployments(Area):
             deployments = [
                 world.deployments[d] for _, d in sorted(application.deployment_ids.items())
             ]
-            runs = self.store.jobs.dump_runs(application)
+            runs = self.jobs.dump_runs(application)
             applications.append(
                 {
                     "name": application.name,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from connexion.json_schema import Draft4ResponseValidator
 
 from mock_server import contract, errors
-from mock_server.state.store import Area, locked
+from mock_server.state.area import Area, locked
 from mock_server.validation import CompiledSchema, compiled, summary, violations
 
 RESPONSE_STATUSES = ("completed", "failed", "in_progress", "incomplete", "queued", "cancelled")
@@ -114,6 +115,11 @@ class Gateway(Area):
         if response is None:
             raise errors.ModelResponseNotFound(f"No model response with id {response_id!r}")
         return response
+
+    def loaders(self) -> dict[str, Callable[[Any], None]]:
+        return {
+            "modelResponses": self.load_response,
+        }
 
     # -- fixtures: this area's section, read and written side by side -------------------
     def load_response(self, r: dict) -> None:

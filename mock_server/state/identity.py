@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mock_server import errors
+from mock_server.state.area import Area, locked
 from mock_server.state.entities import (
     SUBJECT_TYPES,
     Caller,
@@ -22,7 +24,6 @@ from mock_server.state.entities import (
     RoleBinding,
     Subject,
 )
-from mock_server.state.store import Area, locked
 
 RESOURCE_TYPES = (
     "cluster",
@@ -345,6 +346,19 @@ class Identity(Area):
             )
             for role, resources in sorted(resources_by_role.items())
         ]
+
+    def loaders(self) -> dict[str, Callable[[Any], None]]:
+        return {
+            "tenant": self.load_tenant,
+            "users": self.load_user,
+            "teams": self.load_team,
+            "virtualAccounts": self.load_virtual_account,
+            "agents": self.load_agent,
+            "clusters": self.load_cluster,
+            "workspaces": self.load_workspace,
+            "resources": self.load_resource,
+            "grants": self.load_grant,
+        }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
     def load_tenant(self, tenant: str | dict) -> None:

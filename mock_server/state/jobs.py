@@ -5,16 +5,15 @@ Times are epoch milliseconds; `duration` is `endTime - createdAt` once a run has
 
 from __future__ import annotations
 
-import bisect
-from collections import defaultdict
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from mock_server import errors
+from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, JobRun, Page, Subject
+from mock_server.state.identity import Identity
+from mock_server.state.run_index import RunIndex
 from mock_server.state.sources import epoch_ms, from_epoch_ms, iso, world_time
-from mock_server.state.store import Area, locked
 
 RUN_STATUSES = (
     "CREATED",
@@ -31,28 +30,13 @@ ENDED = frozenset({"FINISHED", "FAILED", "TERMINATED"})
 EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "TERMINATED": 143}  # of a run that gives none
 ERRORS = {"FAILED": "Process exited with code 1"}
 
-# Sort keys of the contract. A key may be None (no duration yet): such runs come last.
-SORT_KEYS: dict[str, Callable[[JobRun], Any]] = {
-    "startTime": lambda run: run.created_at_ms,
-    "duration": lambda run: run.duration_ms,
-    "deploymentVersion": lambda run: run.deployment_version,
-    "triggeredBy": lambda run: run.triggered_by.slug,
-    "status": lambda run: run.status,
-}
-
-
-def ordered(runs: list[JobRun], sort_by: str, order: str) -> list[JobRun]:
-    """Runs in the contract's order: by the key in `order`, runs without one last, and ties
-    by id ascending (Python's sort is stable, also in reverse, so sorting by id first holds)."""
-    key = SORT_KEYS[sort_by]
-    by_id = sorted(runs, key=lambda run: run.id)
-    present = [run for run in by_id if key(run) is not None]
-    missing = [run for run in by_id if key(run) is None]
-    return sorted(present, key=key, reverse=order == "desc") + missing
-
 
 class Jobs(Area):
     """Runs of job applications."""
+
+    def __init__(self, store: Ground, identity: Identity):
+        super().__init__(store)
+        self.identity = identity
 
     @locked
     def add_run(
@@ -97,7 +81,7 @@ class Jobs(Area):
             exit_code=exit_code if exit_code is not None else EXIT_CODES.get(status),
             error=error if error is not None else ERRORS.get(status),
             triggered_by=triggered_by,
-            tenant_name=self.store.identity.tenant.name,
+            tenant_name=self.identity.tenant.name,
         )
         world.job_runs[application.id].append(run)
         return run
@@ -107,7 +91,7 @@ class Jobs(Area):
         """Add `count` realistic runs: statuses spread over all nine, times and subjects
         consistent (a run ends after it starts; triggering users exist)."""
         rng = self.sources.random
-        identity = self.store.identity
+        identity = self.identity
         workspace = self.world.resources[("workspace", application.workspace_id)]
         users = [s for s in self.world.subjects.values() if s.type == "user"]
         # Runs are triggered by people who can see the job, when there are any.
@@ -151,7 +135,7 @@ class Jobs(Area):
                 f"Application {application.name} is a {application.type}, not a job"
             )
         workspace = self.world.resources[("workspace", application.workspace_id)]
-        self.store.identity.require(caller, "read", workspace)
+        self.identity.require(caller, "read", workspace)
         index = self._index(application.id)
         filters = []
         if search_prefix:
@@ -209,7 +193,7 @@ class Jobs(Area):
 
     def _user(self, found: dict[str | None, Subject], email: str | None) -> Subject:
         if email not in found:
-            found[email] = self.store.identity.user_or_default(email)
+            found[email] = self.identity.user_or_default(email)
         return found[email]
 
     def dump_runs(self, application: Application) -> list[dict[str, Any]]:
@@ -233,44 +217,6 @@ class Jobs(Area):
                 record["error"] = run.error
             records.append(record)
         return records
-
-
-class RunIndex:
-    """Lookups over one job's runs, so that a page of 100,000 runs does not sort them all:
-    run ids by filter value, names and ids in sorted order for prefixes, and each sort
-    order, made on first use."""
-
-    def __init__(self, runs: list[JobRun]):
-        self.runs = list(runs)
-        self.by_status: dict[Any, set[str]] = defaultdict(set)
-        self.by_slug: dict[Any, set[str]] = defaultdict(set)
-        self.by_version: dict[Any, set[str]] = defaultdict(set)
-        for run in runs:
-            self.by_status[run.status].add(run.id)
-            self.by_slug[run.triggered_by.slug].add(run.id)
-            self.by_version[run.deployment_version].add(run.id)
-        self.names = sorted((run.name, run.id) for run in runs)
-        self.ids = sorted(run.id for run in runs)
-        self._orders: dict[tuple[str, str], list[JobRun]] = {}
-
-    def order(self, sort_by: str, order: str) -> list[JobRun]:
-        key = (sort_by, order)
-        if key not in self._orders:
-            self._orders[key] = ordered(self.runs, sort_by, order)
-        return self._orders[key]
-
-    def with_prefix(self, prefix: str) -> set[str]:
-        """Ids of the runs whose name or id starts with `prefix` (found by bisection)."""
-        found: set[str] = set()
-        i = bisect.bisect_left(self.names, (prefix,))
-        while i < len(self.names) and self.names[i][0].startswith(prefix):
-            found.add(self.names[i][1])
-            i += 1
-        j = bisect.bisect_left(self.ids, prefix)
-        while j < len(self.ids) and self.ids[j].startswith(prefix):
-            found.add(self.ids[j])
-            j += 1
-        return found
 
 
 def _union(index: dict[Any, set[str]], values: list) -> set[str]:

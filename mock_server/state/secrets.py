@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mock_server import errors
+from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Caller, Secret, SecretGroup, SecretVersion
-from mock_server.state.store import Area, locked
+from mock_server.state.identity import Identity
 
 SECRET_REFERENCE_SCHEME = "platform-secret://"
 
 
 class Secrets(Area):
     """Secret groups of the tenant, each backed by a secret integration that may be faulty."""
+
+    def __init__(self, store: Ground, identity: Identity):
+        super().__init__(store)
+        self.identity = identity
 
     @locked
     def add_group(
@@ -23,7 +29,7 @@ class Secrets(Area):
         integration_healthy: bool = True,
         group_id: str | None = None,
     ) -> SecretGroup:
-        resource = self.store.identity.add_resource("secret-group", name, resource_id=group_id)
+        resource = self.identity.add_resource("secret-group", name, resource_id=group_id)
         group = SecretGroup(resource, integration_fqn, integration_healthy)
         self.world.secret_groups[resource.id] = group
         return group
@@ -51,7 +57,7 @@ class Secrets(Area):
         return secret
 
     def group_named(self, name: str) -> SecretGroup:
-        resource = self.store.identity.resource_named("secret-group", name)
+        resource = self.identity.resource_named("secret-group", name)
         return self.world.secret_groups[resource.id]
 
     def readable_secret_fqns(self, caller: Caller, secret_ids: list[str]) -> set[str]:
@@ -64,7 +70,7 @@ class Secrets(Area):
                 continue
             group_id = group.resource.id
             if group_id not in readable:
-                readable[group_id] = self.store.identity.allowed(caller, "read", group.resource)
+                readable[group_id] = self.identity.allowed(caller, "read", group.resource)
             if readable[group_id]:
                 fqns.add(group.secrets[secret_id].fqn)
         return fqns
@@ -75,7 +81,7 @@ class Secrets(Area):
         group = self.world.secret_groups.get(group_id)
         if group is None:
             raise errors.SecretGroupNotFound(f"No secret group with id {group_id!r}")
-        self.store.identity.require(caller, "delete", group.resource)
+        self.identity.require(caller, "delete", group.resource)
         if not group.integration_healthy and not force_delete:
             raise errors.SecretIntegrationUnavailable(
                 f"Secret integration {group.integration_fqn} of group {group.resource.name} "
@@ -88,8 +94,13 @@ class Secrets(Area):
             *(s.id for s in group.secrets.values()),
             *(v.id for s in group.secrets.values() for v in s.versions),
         )
-        self.store.identity.remove_resource(group.resource)
+        self.identity.remove_resource(group.resource)
         self.store.tick()
+
+    def loaders(self) -> dict[str, Callable[[Any], None]]:
+        return {
+            "secretGroups": self.load_group,
+        }
 
     # -- fixtures: this area's section, read and written side by side -------------------
     def load_group(self, r: dict) -> None:

@@ -8,187 +8,69 @@ nothing. Every change of the world, and every operation of the API, happens unde
 
 from __future__ import annotations
 
-import functools
-import pickle
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Protocol
 
 import orjson
 
-from mock_server.state.entities import (
-    Application,
-    Artifact,
-    ArtifactVersion,
-    Deployment,
-    Grant,
-    JobRun,
-    MlRepo,
-    PersonalAccessToken,
-    Resource,
-    SecretGroup,
-    Subject,
+from mock_server.state.area import Area
+from mock_server.state.artifacts import Artifacts
+from mock_server.state.deployments import Deployments
+from mock_server.state.gateway import Gateway
+from mock_server.state.identity import Identity
+from mock_server.state.jobs import Jobs
+from mock_server.state.secrets import Secrets
+from mock_server.state.sources import Sources, SourcesState, iso, seed_problem, world_time
+from mock_server.state.tokens import Minter, Tokens
+from mock_server.state.world import FrozenWorld, World
+
+
+class Document(Protocol):
+    """A fixture document, checked, as the store applies it: its content, and how it enters
+    a store (section by section, through `Store.sections()`, with its own errors). The
+    fixture layer's `Fixture` is one; the store knows no more of fixtures than this."""
+
+    @property
+    def data(self) -> Mapping[str, Any]: ...
+
+    def apply_to(self, store: Store) -> None: ...
+
+
+# The sections of a fixture document in the order they are applied: a record may name only
+# records of an earlier section (a grant names a secret group, an application a workspace).
+# Each is read (`loaders`) and written (`dump`) by the area that owns it; `clock` is the
+# store's own.
+SECTIONS = (
+    "tenant",
+    "users",
+    "teams",
+    "virtualAccounts",
+    "agents",
+    "clusters",
+    "workspaces",
+    "resources",
+    "secretGroups",
+    "mlRepos",
+    "grants",
+    "applications",
+    "artifactVersions",
+    "personalAccessTokens",
+    "modelResponses",
+    "clock",
 )
-from mock_server.state.sources import Sources, SourcesState, seed_problem
-
-if TYPE_CHECKING:
-    from mock_server.fixtures import Fixture
-    from mock_server.state.artifacts import Artifacts
-    from mock_server.state.deployments import Deployments
-    from mock_server.state.gateway import Gateway
-    from mock_server.state.identity import Identity
-    from mock_server.state.jobs import Jobs, RunIndex
-    from mock_server.state.secrets import Secrets
-    from mock_server.state.tokens import Tokens
-
-
-@dataclass
-class World:
-    """Every entity of the platform, in insertion order (which is also creation order)."""
-
-    tenant: Resource | None = None
-    subjects: dict[tuple[str, str], Subject] = field(default_factory=dict)  # (type, id)
-    subject_names: dict[tuple[str, str], Subject] = field(default_factory=dict)  # (type, name)
-    resources: dict[tuple[str, str], Resource] = field(default_factory=dict)  # (type, id)
-    grants: list[Grant] = field(default_factory=list)
-    secret_groups: dict[str, SecretGroup] = field(default_factory=dict)
-    ml_repos: dict[str, MlRepo] = field(default_factory=dict)  # by name
-    artifacts: dict[str, Artifact] = field(default_factory=dict)
-    artifact_versions: dict[str, ArtifactVersion] = field(default_factory=dict)
-    applications: dict[str, Application] = field(default_factory=dict)
-    deployments: dict[str, Deployment] = field(default_factory=dict)
-    job_runs: dict[str, list[JobRun]] = field(default_factory=dict)  # by application id
-    tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
-    model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
-    run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
-    # Indexes, so that a request costs what it asks and not what the world holds: each is
-    # kept beside the container it indexes, by the area that changes that container.
-    tokens_by_jwt: dict[str, PersonalAccessToken] = field(default_factory=dict)  # by JWT id
-    grants_by_holder: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
-    grants_by_resource: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
-    teams_by_member: dict[str, list[Subject]] = field(default_factory=dict)  # by user id
-    resource_names: dict[tuple[str, str], Resource] = field(default_factory=dict)  # (type, name)
-    groups_by_secret: dict[str, SecretGroup] = field(default_factory=dict)  # by secret id
-    deployments_by_secret: dict[str, list[Deployment]] = field(default_factory=dict)  # by fqn
-    # Every id an entity of the world holds, whatever its kind, and what holds it.
-    ids: dict[str, str] = field(default_factory=dict)
-
-    def copy(self) -> World:
-        """A world that changes apart from this one, made in milliseconds at any size.
-
-        Job runs never change once recorded, and a run index is derived from them and
-        rebuilt rather than changed (`Jobs._index`): the copy shares both, in containers of
-        its own. Everything else, a few entities however big the world, is copied deeply
-        in one go (`FrozenWorld`), so the copies refer to each other as the originals do.
-        (A shared run refers to the original application and subject; what it reads of
-        them, ids, names and slugs, never changes.)"""
-        return FrozenWorld(self).thaw()
-
-
-# Containers a copy of a world copies shallowly: what they hold is never changed in place.
-_SHARED = frozenset({"job_runs", "run_indexes", "ids"})
-
-
-class FrozenWorld:
-    """A world kept to be restored, many times for the snapshot `reset()` restores: its
-    entities pickled once (unpickling them is several times faster than a deep copy), its
-    runs and run indexes shared."""
-
-    def __init__(self, world: World):
-        rest = {f.name: getattr(world, f.name) for f in fields(world) if f.name not in _SHARED}
-        self._rest = pickle.dumps(rest, protocol=pickle.HIGHEST_PROTOCOL)
-        self._job_runs = {app: list(runs) for app, runs in world.job_runs.items()}
-        self._run_indexes = dict(world.run_indexes)
-        self._ids = dict(world.ids)
-
-    def thaw(self) -> World:
-        """A world of its own, as this one was."""
-        return World(
-            **pickle.loads(self._rest),
-            job_runs={app: list(runs) for app, runs in self._job_runs.items()},
-            run_indexes=dict(self._run_indexes),
-            ids=dict(self._ids),
-        )
-
 
 MAX_SNAPSHOTS = 8  # worlds a store keeps to restore: seeds and sets of extra documents
 
 
-def _world_key(seed: int, extra: list[Fixture]) -> Hashable | None:
+def _world_key(seed: int, extra: list[Document]) -> Hashable | None:
     """What names a world built from the initial documents: its seed and the extra
     documents' content (None when that content cannot be told apart: never restored)."""
     try:
         return (seed, *(orjson.dumps(d.data, option=orjson.OPT_SORT_KEYS) for d in extra))
     except TypeError:
         return None
-
-
-class IdTaken(ValueError):
-    """An id given for a new entity that an entity of the world already holds."""
-
-    def __init__(self, id_: str, holder: str):
-        super().__init__(f"id {id_!r} is already taken by {holder}")
-        self.id = id_
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def locked(method: Callable[P, R]) -> Callable[P, R]:
-    """Run an area method under its store's lock."""
-
-    @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with args[0].store.lock:  # type: ignore[attr-defined]
-            return method(*args, **kwargs)
-
-    return wrapper
-
-
-class Area:
-    """A part of the platform's rules, working on its store's world."""
-
-    def __init__(self, store: Store):
-        self.store = store
-
-    @property
-    def world(self) -> World:
-        return self.store.world
-
-    @property
-    def sources(self) -> Sources:
-        return self.store.sources
-
-    def claim_id(
-        self, holder: str, given: str | None, fresh: Callable[[], str] | None = None
-    ) -> str:
-        """The id of a new entity (`holder` names it in errors): the given one, refused when
-        any entity of the world, of whatever kind, already holds it; else a fresh one (drawn
-        again if taken). The caller holds the lock."""
-        ids = self.world.ids
-        if given is not None:
-            if given in ids:
-                raise IdTaken(given, ids[given])
-            new = given
-        else:
-            assert fresh is not None, "an entity needs a given or a fresh id"
-            new = fresh()
-            while new in ids:
-                new = fresh()
-        ids[new] = holder
-        return new
-
-    def new_id(self, holder: str, given: str | None, prefix: str) -> str:
-        """`claim_id` with a fresh id of the seed (`prefix-` and 16 hex digits)."""
-        return self.claim_id(holder, given, lambda: self.sources.new_id(prefix))
-
-    def release_ids(self, *ids: str) -> None:
-        """Free the ids of entities removed from the world."""
-        for id_ in ids:
-            self.world.ids.pop(id_, None)
 
 
 def _check_seed(seed: int) -> None:
@@ -206,37 +88,34 @@ class Store:
     milliseconds whatever the size of the world, and the reset world is the fresh one.
     """
 
-    def __init__(
-        self,
-        seed: int = 0,
-        documents: Iterable[Fixture] = (),
-        signing_key: str | None = None,
-    ):
-        from mock_server.auth import Signer, new_key
-        from mock_server.state.artifacts import Artifacts
-        from mock_server.state.deployments import Deployments
-        from mock_server.state.gateway import Gateway
-        from mock_server.state.identity import Identity
-        from mock_server.state.jobs import Jobs
-        from mock_server.state.secrets import Secrets
-        from mock_server.state.tokens import Tokens
-
+    def __init__(self, seed: int, documents: Iterable[Document], signer: Minter):
+        """`signer`: the server's, for its whole life (re-seeds included), given by the app."""
         _check_seed(seed)
         self.lock = threading.RLock()
         self.seed = seed
-        self.initial_documents: list[Fixture] = list(documents)
-        # The server's key for its whole life, re-seeds included: given, or drawn now.
-        self.signer = Signer(signing_key or new_key())
+        self.initial_documents: list[Document] = list(documents)
+        self.signer = signer
         # How many worlds this store has built: personal access token ids are drawn for each
         # world apart, so that no id (and no token) of an earlier world comes back.
         self.generation = -1
+        # The areas, each given those it builds on: the one place they are made and listed.
         self.identity: Identity = Identity(self)
-        self.secrets: Secrets = Secrets(self)
-        self.deployments: Deployments = Deployments(self)
-        self.artifacts: Artifacts = Artifacts(self)
-        self.tokens: Tokens = Tokens(self)
-        self.jobs: Jobs = Jobs(self)
+        self.secrets: Secrets = Secrets(self, self.identity)
+        self.jobs: Jobs = Jobs(self, self.identity)
+        self.deployments: Deployments = Deployments(self, self.identity, self.secrets, self.jobs)
+        self.artifacts: Artifacts = Artifacts(self, self.identity)
+        self.tokens: Tokens = Tokens(self, self.identity)
         self.gateway: Gateway = Gateway(self)
+        self.areas: tuple[Area, ...] = (
+            self.identity,
+            self.secrets,
+            self.jobs,
+            self.deployments,
+            self.artifacts,
+            self.tokens,
+            self.gateway,
+        )
+        self._loaders = self._gather_loaders()
         self.world = World()
         self.sources = Sources(seed)
         # Worlds as built, by seed and extra documents (the initial world of a seed has none):
@@ -244,7 +123,40 @@ class Store:
         self._snapshots: OrderedDict[Hashable, tuple[FrozenWorld, SourcesState]] = OrderedDict()
         self.reset()
 
-    def reset(self, seed: int | None = None, extra: Iterable[Fixture] = ()) -> None:
+    def _gather_loaders(self) -> dict[str, Callable[[Any], None]]:
+        """Every section's loader, from the area that owns it; a section owned twice, or
+        not at all, is a bug of the mock found at start-up."""
+        loaders: dict[str, Callable[[Any], None]] = {
+            "clock": lambda moment: self.sources.clock.set(world_time(moment))
+        }
+        for area in self.areas:
+            for section, loader in area.loaders().items():
+                assert section not in loaders, f"fixture section {section!r} owned twice"
+                loaders[section] = loader
+        assert set(loaders) == set(SECTIONS), (
+            f"sections without an area: {set(SECTIONS) ^ set(loaders)}"
+        )
+        return loaders
+
+    def sections(self) -> list[tuple[str, Callable[[Any], None]]]:
+        """Each fixture section with what applies one record of it, in `SECTIONS` order."""
+        return [(section, self._loaders[section]) for section in SECTIONS]
+
+    def dump(self) -> dict[str, Any]:
+        """The whole world as a fixture document (its empty sections left out): loaded into a
+        store without other documents, it rebuilds this world, ids and timestamps included.
+        Each area's dump is its own: it shares nothing the world goes on changing."""
+        with self.lock:
+            written: dict[str, Any] = {"clock": iso(self.sources.clock.now())}
+            for area in self.areas:
+                written.update(area.dump())
+            return {
+                section: written[section]
+                for section in SECTIONS
+                if written.get(section) not in ([], None)
+            }
+
+    def reset(self, seed: int | None = None, extra: Iterable[Document] = ()) -> None:
         """Back to the initial world of the seed (the current one if None), with the `extra`
         documents applied after the initial ones. Documents loaded since are dropped. A world
         built once is kept as a snapshot and restored afterwards (copies of its containers;
@@ -272,9 +184,7 @@ class Store:
     def _reseed(self, seed: int) -> None:
         self.seed = seed  # the signing key stays: it is the server's, not the seed's
 
-    def _rebuild(self, seed: int | None, extra: list[Fixture], key: Hashable | None) -> None:
-        from mock_server.fixtures import apply_document
-
+    def _rebuild(self, seed: int | None, extra: list[Document], key: Hashable | None) -> None:
         before = (self.seed, self.world, self.sources)
         if seed is not None:
             self._reseed(seed)
@@ -283,11 +193,11 @@ class Store:
         self.world = World()
         try:
             for document in self.initial_documents:
-                apply_document(self, document)
+                document.apply_to(self)
             self.jobs.build_indexes()
             self._keep(_world_key(self.seed, []))
             for document in extra:
-                apply_document(self, document)
+                document.apply_to(self)
             if extra:
                 self._keep(key)
         except BaseException:  # an extra document that cannot enter: the world as it was
@@ -303,14 +213,12 @@ class Store:
         while len(self._snapshots) > MAX_SNAPSHOTS:
             self._snapshots.popitem(last=False)
 
-    def load(self, document: Fixture) -> None:
+    def load(self, document: Document) -> None:
         """Apply one more fixture document to the current world, whole or not at all."""
-        from mock_server.fixtures import apply_document
-
         with self.lock:
             before = (self.world.copy(), self.sources.snapshot())
             try:
-                apply_document(self, document)
+                document.apply_to(self)
             except BaseException:
                 world, sources = before
                 self.world = world

@@ -2,24 +2,60 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from mock_server import errors
-from mock_server.state.entities import Caller, IssuedToken, PersonalAccessToken
-from mock_server.state.identity import reference
+from mock_server.state.area import Area, Ground, locked
+from mock_server.state.entities import Caller, IssuedToken, PersonalAccessToken, Subject
+from mock_server.state.identity import Identity, reference
 from mock_server.state.sources import iso, world_time
-from mock_server.state.store import Area, locked
 
 # Ten years: long enough that a client checking expiry against the wall clock never sees
 # an expired token from a default-epoch mock.
 TOKEN_LIFETIME = timedelta(days=3650)
 
 
+class Minter(Protocol):
+    """The server's signer, as the app gives it to the store: the key its tokens are checked
+    with, and the minting of a token's value. The state layer only calls it."""
+
+    @property
+    def key(self) -> str: ...
+
+    def mint(
+        self,
+        subject: Subject,
+        *,
+        tenant_name: str,
+        issued_at: datetime,
+        expires_at: datetime,
+        jwt_id: str | None = None,
+        not_before: datetime | None = None,
+    ) -> str: ...
+
+    def mint_long_lived(
+        self, subject: Subject, *, issued_at: datetime, tenant_name: str | None
+    ) -> str: ...
+
+
+class TokenGround(Ground, Protocol):
+    """A store that also holds the server's signer (read at each minting: the signer may be
+    replaced, as a test does to sign with a key of its own)."""
+
+    @property
+    def signer(self) -> Minter: ...
+
+
 class Tokens(Area):
     """Tokens are owned by the caller that created them; names are unique per owner."""
+
+    def __init__(self, store: TokenGround, identity: Identity):
+        super().__init__(store)
+        self.signing = store
+        self.identity = identity
 
     @locked
     def get_or_create(
@@ -40,7 +76,7 @@ class Tokens(Area):
         existing = self.world.tokens.get((caller.subject_id, name))
         if existing is not None and self._working(existing):
             return self._issued(existing, created=False)
-        identity = self.store.identity
+        identity = self.identity
         owner = identity.caller_subject(caller)
         if team_name is not None and team_name not in {
             team.name for team in identity.teams_of(owner.id)
@@ -63,7 +99,7 @@ class Tokens(Area):
             f"the JWT of {holder}", jwt_id, lambda: self.sources.new_token_id("jti")
         )
         expiry = now + TOKEN_LIFETIME
-        value = self.store.signer.mint(
+        value = self.signing.signer.mint(
             owner,
             tenant_name=identity.tenant.name,
             issued_at=now,
@@ -95,7 +131,7 @@ class Tokens(Area):
         world = self.world
         grants = [
             (grant, world.resources[(grant.resource_type, grant.resource_id)])
-            for grant in self.store.identity.grants_of(token.owner.type, token.owner.id)
+            for grant in self.identity.grants_of(token.owner.type, token.owner.id)
         ]
         return IssuedToken(token, grants, self.sources.clock.now(), created)
 
@@ -132,9 +168,14 @@ class Tokens(Area):
     def revoke(self, owner_id: str, name: str) -> None:
         self.world.tokens[(owner_id, name)].revoked = True
 
+    def loaders(self) -> dict[str, Callable[[Any], None]]:
+        return {
+            "personalAccessTokens": self.load_token,
+        }
+
     # -- fixtures: this area's section, read and written side by side -------------------
     def load_token(self, r: dict) -> None:
-        caller = self.store.identity.subject_by_reference(r["owner"]).caller()
+        caller = self.identity.subject_by_reference(r["owner"]).caller()
         created_at, last_accessed_at = r.get("createdAt"), r.get("lastAccessedAt")
         issued = self.get_or_create(
             caller,

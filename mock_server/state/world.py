@@ -1,0 +1,92 @@
+"""The world: every entity of the platform in one set of containers with their indexes, and a
+frozen copy of it, kept to be restored in milliseconds at any size."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from mock_server.state.entities import (
+    Application,
+    Artifact,
+    ArtifactVersion,
+    Deployment,
+    Grant,
+    JobRun,
+    MlRepo,
+    PersonalAccessToken,
+    Resource,
+    SecretGroup,
+    Subject,
+)
+from mock_server.state.run_index import RunIndex
+
+
+@dataclass
+class World:
+    """Every entity of the platform, in insertion order (which is also creation order)."""
+
+    tenant: Resource | None = None
+    subjects: dict[tuple[str, str], Subject] = field(default_factory=dict)  # (type, id)
+    subject_names: dict[tuple[str, str], Subject] = field(default_factory=dict)  # (type, name)
+    resources: dict[tuple[str, str], Resource] = field(default_factory=dict)  # (type, id)
+    grants: list[Grant] = field(default_factory=list)
+    secret_groups: dict[str, SecretGroup] = field(default_factory=dict)
+    ml_repos: dict[str, MlRepo] = field(default_factory=dict)  # by name
+    artifacts: dict[str, Artifact] = field(default_factory=dict)
+    artifact_versions: dict[str, ArtifactVersion] = field(default_factory=dict)
+    applications: dict[str, Application] = field(default_factory=dict)
+    deployments: dict[str, Deployment] = field(default_factory=dict)
+    job_runs: dict[str, list[JobRun]] = field(default_factory=dict)  # by application id
+    tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
+    model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
+    # Indexes, so that a request costs what it asks and not what the world holds: each is
+    # kept beside the container it indexes, by the area that changes that container.
+    tokens_by_jwt: dict[str, PersonalAccessToken] = field(default_factory=dict)  # by JWT id
+    grants_by_holder: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
+    grants_by_resource: dict[tuple[str, str], list[Grant]] = field(default_factory=dict)
+    teams_by_member: dict[str, list[Subject]] = field(default_factory=dict)  # by user id
+    resource_names: dict[tuple[str, str], Resource] = field(default_factory=dict)  # (type, name)
+    groups_by_secret: dict[str, SecretGroup] = field(default_factory=dict)  # by secret id
+    deployments_by_secret: dict[str, list[Deployment]] = field(default_factory=dict)  # by fqn
+    # Every id an entity of the world holds, whatever its kind, and what holds it.
+    ids: dict[str, str] = field(default_factory=dict)
+
+    def copy(self) -> World:
+        """A world that changes apart from this one, made in milliseconds at any size.
+
+        Job runs never change once recorded, and a run index is derived from them and
+        rebuilt rather than changed (`Jobs._index`): the copy shares both, in containers of
+        its own. Everything else, a few entities however big the world, is copied deeply
+        in one go (`FrozenWorld`), so the copies refer to each other as the originals do.
+        (A shared run refers to the original application and subject; what it reads of
+        them, ids, names and slugs, never changes.)"""
+        return FrozenWorld(self).thaw()
+
+
+# Containers a copy of a world copies shallowly: what they hold is never changed in place.
+_SHARED = frozenset({"job_runs", "run_indexes", "ids"})
+
+
+class FrozenWorld:
+    """A world kept to be restored, many times for the snapshot `reset()` restores: its
+    entities pickled once (unpickling them is several times faster than a deep copy), its
+    runs and run indexes shared."""
+
+    def __init__(self, world: World):
+        rest = {f.name: getattr(world, f.name) for f in fields(world) if f.name not in _SHARED}
+        self._rest = pickle.dumps(rest, protocol=pickle.HIGHEST_PROTOCOL)
+        self._job_runs = {app: list(runs) for app, runs in world.job_runs.items()}
+        self._run_indexes = dict(world.run_indexes)
+        self._ids = dict(world.ids)
+
+    def thaw(self) -> World:
+        """A world of its own, as this one was."""
+        return World(
+            **pickle.loads(self._rest),
+            job_runs={app: list(runs) for app, runs in self._job_runs.items()},
+            run_indexes=dict(self._run_indexes),
+            ids=dict(self._ids),
+        )
