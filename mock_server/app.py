@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from mock_server import contract, fixtures
+from mock_server import catalog, contract, fixtures
 from mock_server.auth import Authenticator, Signer, new_key
 from mock_server.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
 from mock_server.faults import Faults
+from mock_server.handlers.context import WorldHost
 from mock_server.http import build_connexion_app, journaled, request_log
 from mock_server.http.cors import Cors
 from mock_server.http.hosts import HostGuard
@@ -54,15 +55,6 @@ class MockConfig:
         return Store(self.seed, documents, Signer(self.signing_key or new_key()))
 
 
-class WorldHost(Protocol):
-    """What serves other worlds beside a mock (`POST /__admin/worlds`): the server layer,
-    which alone can listen on new ports."""
-
-    def create(self, seed: int | None) -> dict[str, Any]: ...
-
-    def remove(self, world_id: str) -> bool: ...
-
-
 class PlatformMock:
     """One mock server: an ASGI app with its own store, token authority, request journal,
     fault rules and contract report. Two instances in one process share nothing."""
@@ -72,7 +64,7 @@ class PlatformMock:
         self.store = self.config.world()
         self.auth = Authenticator(self.store)
         self.journal = Journal(self.config.journal_budget, operations=contract.operations())
-        self.faults = Faults(contract.operations())
+        self.faults = Faults(contract.operations(), catalog.conditions())
         self.report = ContractReport(contract.operations())
         self.report.journal_stats = self.journal.stats
         self.journal.observers.append(self.report.add)

@@ -305,6 +305,12 @@ ADMIN: dict[str, Entry] = {
 CATALOG: dict[str, Entry] = {**PLATFORM, **ADMIN}
 
 
+def conditions() -> dict[str, dict[int, type[PlatformError]]]:
+    """By operation, the error condition each documented error status answers with (and a
+    fault of that status injects)."""
+    return {operation_id: entry.errors for operation_id, entry in CATALOG.items()}
+
+
 def handler(operation_id: str) -> Callable[..., Any]:
     """The function that serves an operation (KeyError for one the catalog does not have)."""
     return CATALOG[operation_id].handler

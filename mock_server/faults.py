@@ -90,16 +90,10 @@ class Faults:
     def __init__(
         self,
         operations: dict[str, Operation],
-        conditions: Mapping[str, Mapping[int, type[errors.PlatformError]]] | None = None,
+        conditions: Mapping[str, Mapping[int, type[errors.PlatformError]]],
     ):
-        """`conditions`: by operation, the error each injectable status answers with (by
-        default the catalog's)."""
-        if conditions is None:
-            # Imported here, not with the module: the catalog imports the admin handlers,
-            # which import this module.
-            from mock_server.catalog import CATALOG
-
-            conditions = {op_id: entry.errors for op_id, entry in CATALOG.items()}
+        """`conditions`: by operation, the error each injectable status answers with (the
+        catalog's, given by the app)."""
         self._documented = {op_id: op.statuses for op_id, op in operations.items()}
         self._conditions = {op_id: conditions.get(op_id, {}) for op_id in operations}
         self._operations = operations

@@ -7,11 +7,12 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from mock_server import __version__, errors, fixtures
+from mock_server import errors, fixtures
 from mock_server.faults import FaultRefused
 from mock_server.handlers import render
 from mock_server.handlers.context import mock
 from mock_server.journal import Entry
+from mock_server.version import __version__
 
 
 def health() -> dict:

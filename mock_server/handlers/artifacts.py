@@ -9,13 +9,13 @@ from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 
 
-def stage_version(body: dict[str, Any], token_info: dict[str, Any]) -> dict[str, str]:
-    return render.staged_version(store().artifacts.stage(caller(token_info), body["manifest"]))
+def stage_version(body: dict[str, Any]) -> dict[str, str]:
+    return render.staged_version(store().artifacts.stage(caller(), body["manifest"]))
 
 
-def apply_tags(body: dict[str, Any], token_info: dict[str, Any]) -> dict:
+def apply_tags(body: dict[str, Any]) -> dict:
     store().artifacts.apply_tags(
-        caller(token_info),
+        caller(),
         body["artifact_version_id"],
         body["tags"],
         force=body["force"],  # the spec's default, filled by validation
@@ -23,6 +23,6 @@ def apply_tags(body: dict[str, Any], token_info: dict[str, Any]) -> dict:
     return {}
 
 
-def mark_stage_failure(body: dict[str, Any], token_info: dict[str, Any]) -> dict:
-    store().artifacts.mark_stage_failure(caller(token_info), body["id"])
+def mark_stage_failure(body: dict[str, Any]) -> dict:
+    store().artifacts.mark_stage_failure(caller(), body["id"])
     return {}

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
 import orjson
-from flask import request
 
 from mock_server import errors
 from mock_server.handlers import render
-from mock_server.handlers.context import store
+from mock_server.handlers.context import Answer, current, store
 from mock_server.validation import read_json
 
 
@@ -22,9 +20,9 @@ def get_response(
     starting_after: int | None = None,
     include: list[str] | None = None,  # nothing stored is includable: read, and left alone
     include_obfuscation: bool | None = None,  # the stream never pads its events
-) -> dict[str, Any] | flask.Response:
+) -> dict[str, Any] | Answer:
     """The mock checks `x-platform-metadata` is a JSON object and otherwise ignores it."""
-    metadata = request.headers.get("x-platform-metadata")
+    metadata = current().headers.get("x-platform-metadata")
     if metadata is not None:
         try:  # read as strictly as a request body
             parsed = read_json(metadata)
@@ -41,11 +39,11 @@ def get_response(
         return response
     after = -1 if starting_after is None else starting_after
     events = [e for e in render.response_events(response) if e["sequence_number"] > after]
-    return flask.Response(
+    return Answer(
         b"".join(
             b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
             for event in events
         ),
-        mimetype="text/event-stream",
-        headers={"Cache-Control": "no-cache"},
+        "text/event-stream",
+        {"Cache-Control": "no-cache"},
     )

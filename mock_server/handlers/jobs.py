@@ -10,7 +10,6 @@ from mock_server.handlers.context import caller, store
 
 def list_runs(
     job_id: str,
-    token_info: dict[str, Any],
     *,
     limit: int,  # limit, offset, sortBy and order: Connexion fills in the spec's defaults
     offset: int,
@@ -22,7 +21,7 @@ def list_runs(
     version_numbers: list[float] | None = None,
 ) -> dict[str, Any]:
     page = store().jobs.list_runs(
-        caller(token_info),
+        caller(),
         job_id,
         limit=limit,
         offset=offset,

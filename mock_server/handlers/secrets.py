@@ -8,16 +8,14 @@ from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 
 
-def list_deployments(
-    body: dict[str, Any], token_info: dict[str, Any], *, limit: int, offset: int
-) -> dict[str, Any]:
+def list_deployments(body: dict[str, Any], *, limit: int, offset: int) -> dict[str, Any]:
     # limit and offset: Connexion fills in the spec's defaults.
     page = store().deployments.active_for_secrets(
-        caller(token_info), body["secretIds"], limit=limit, offset=offset
+        caller(), body["secretIds"], limit=limit, offset=offset
     )
     return render.page(page.items, page.total, page.offset, page.limit, render.deployment)
 
 
-def delete_group(id_: str, token_info: dict[str, Any], *, force_delete: bool) -> dict:
-    store().secrets.delete_group(caller(token_info), id_, force_delete=force_delete)
+def delete_group(id_: str, *, force_delete: bool) -> dict:
+    store().secrets.delete_group(caller(), id_, force_delete=force_delete)
     return {}

@@ -6,10 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import request
-
 from mock_server.handlers import render
-from mock_server.handlers.context import caller, store
+from mock_server.handlers.context import caller, current, store
 
 # The oldest client versions the platform serves: every published one. Refreshing a login
 # through the auth server (`useSFYServerAuthAPIs` false) is never needed: the mock's tokens
@@ -22,8 +20,8 @@ CLIENT_CONFIG = {
 }
 
 
-def get_session(token_info: dict[str, Any]) -> dict[str, Any]:
-    return render.session(store().identity.session(caller(token_info)))
+def get_session() -> dict[str, Any]:
+    return render.session(store().identity.session(caller()))
 
 
 def min_cli_version() -> dict[str, Any]:
@@ -43,8 +41,8 @@ HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(:[0-9]{1,5})?")
 def own_url() -> str:
     """The mock's base URL as this request reached it: its scheme and Host header, or the
     server's own address when the Host is missing or not a host[:port]."""
-    host = request.headers.get("Host", "")
+    call = current()
+    host = call.headers.get("Host", "")
     if not HOST.fullmatch(host):
-        environ = request.environ
-        host = f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
-    return f"{request.scheme}://{host}"
+        host = call.server
+    return f"{call.scheme}://{host}"

@@ -8,7 +8,5 @@ from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 
 
-def get_or_create(
-    name: str, token_info: dict[str, Any], team_name: str | None = None
-) -> dict[str, Any]:
-    return render.issued_token(store().tokens.get_or_create(caller(token_info), name, team_name))
+def get_or_create(name: str, team_name: str | None = None) -> dict[str, Any]:
+    return render.issued_token(store().tokens.get_or_create(caller(), name, team_name))

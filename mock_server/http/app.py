@@ -15,7 +15,7 @@ import hashlib
 import inspect
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import connexion
 import flask
@@ -45,24 +45,24 @@ from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
 from connexion.spec import OpenAPISpecification
 from flask.ctx import RequestContext
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server import catalog, contract, errors
-from mock_server.handlers.context import EXTENSION
+from mock_server.exchange import exchange
+from mock_server.handlers.context import Answer, Call, Mock, serving
 from mock_server.http import wsgi
 from mock_server.http.middleware import (
     FaultInjection,
     PathGuard,
     RouteNotes,
     RoutingMiddleware,
-    notes,
 )
-from mock_server.http.scope import operation_id, security_context
-from mock_server.http.security import TOKEN_USED, security_map
+from mock_server.http.scope import operation_id
+from mock_server.http.security import security_map
 from mock_server.http.validators import (
-    ARGUMENTS,
     VALIDATOR_MAP,
     RepeatedKeysURIParser,
     RequestValidationMiddleware,
@@ -70,9 +70,6 @@ from mock_server.http.validators import (
     YAMLTextValidator,
 )
 from mock_server.validation import invalid_request
-
-if TYPE_CHECKING:
-    from mock_server.app import PlatformMock
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +141,7 @@ REPLACED = {
 }
 
 
-def middlewares(mock: PlatformMock) -> list[Any]:
+def middlewares(mock: Mock) -> list[Any]:
     """The pipeline every request goes through, outermost first: Connexion's defaults, with
     the four of `REPLACED`, the mock's own layers at their places, and without Connexion's
     ContextMiddleware, whose context only Connexion's own views read (PlannedView does not)."""
@@ -185,7 +182,7 @@ def _validate_spec_once(cls: type[OpenAPISpecification], spec: dict[str, Any]) -
 OpenAPISpecification._validate_spec = classmethod(_validate_spec_once)  # type: ignore[method-assign, assignment]
 
 
-def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
+def build_connexion_app(mock: Mock) -> connexion.FlaskApp:
     """The mock's Connexion FlaskApp: the three documents, each operation planned."""
     app = connexion.FlaskApp(
         __name__,
@@ -207,7 +204,6 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
         app.add_api(contract.spec(contract.ADMIN_SPEC), base_path=mock.admin_prefix)
     finally:
         _OWN_DOCUMENTS.reset(own)
-    app.app.extensions[EXTENSION] = mock
     # Starlette picks the handler by the exception's class hierarchy: Connexion registers its
     # own for ProblemException, so each base is claimed here.
     for condition in (Exception, HTTPException, ProblemException, errors.PlatformError):
@@ -216,7 +212,7 @@ def build_connexion_app(mock: PlatformMock) -> connexion.FlaskApp:
     # operations' Flask views exist to be planned.
     middleware = app.middleware
     middleware.app, middleware.middleware_stack = middleware._build_middleware_stack()
-    rules = plan_views(app.app)
+    rules = plan_views(app.app, mock)
     app.app.request_context = _routed_context(app.app, rules)  # type: ignore[method-assign]
     wsgi.install(app, environ_from=lambda scope: {ROUTED: _rule_of(scope, rules)})
     return app
@@ -231,12 +227,14 @@ def argument_name(passed: str) -> str:
 class PlannedView:
     """The Flask view of one operation: the handler called with the parameters and body
     request validation parsed, under its own argument names (`sortBy` as `sort_by`, `id` as
-    `id_`), converted once here, and its result answered as compact JSON (or, when it is a
-    Flask response already, as it is: the gateway's server-sent events)."""
+    `id_`), converted once here, with the request's `Call` set (`handlers.context`), and its
+    result answered as compact JSON (or, for an `Answer`, as it is: the gateway's
+    server-sent events)."""
 
-    def __init__(self, operation_id: str, handler: Callable[..., Any]):
+    def __init__(self, operation_id: str, handler: Callable[..., Any], mock: Mock):
         self.operation_id = operation_id
         self.handler = handler
+        self.mock = mock
         self.accepted = frozenset(inspect.signature(handler).parameters)
         self.names: dict[str, str | None] = {}
         self.__name__ = operation_id
@@ -248,32 +246,36 @@ class PlannedView:
         return self.names[passed]
 
     def __call__(self, **_: Any) -> flask.Response:
-        environ = flask.request.environ
-        scope = environ["asgi.scope"]
+        request = flask.request
+        scope = request.environ["asgi.scope"]
+        mine = exchange(scope)
         arguments: dict[str, Any] = {}
-        for passed, value in notes(scope).get(ARGUMENTS, {}).items():
+        for passed, value in mine.arguments.items():
             name = self._name(passed)
             if name is not None:
                 arguments[name] = value
-        security = security_context(scope)
-        for key, value in security.items():
-            if key in self.accepted:
-                arguments[key] = value
-        token = (security.get("token_info") or {}).get(TOKEN_USED)
-        if token is None:
-            result = self.handler(**arguments)
-        else:  # its last use is this request, unless the handler refuses it
-            with flask.current_app.extensions[EXTENSION].store.tokens.in_use(token):
+        call = Call(
+            self.mock,
+            mine,
+            Headers(scope=scope),
+            request.scheme,
+            f"{request.environ['SERVER_NAME']}:{request.environ['SERVER_PORT']}",
+        )
+        with serving(call):
+            if mine.token is None:
                 result = self.handler(**arguments)
-        if isinstance(result, flask.Response):  # a body of another media type, made whole
-            return result
+            else:  # its last use is this request, unless the handler refuses it
+                with self.mock.store.tokens.in_use(mine.token):
+                    result = self.handler(**arguments)
+        if isinstance(result, Answer):  # a body of another media type, made whole
+            return flask.Response(result.body, mimetype=result.media_type, headers=result.headers)
         body, status = result if isinstance(result, tuple) else (result, 200)
         return flask.Response(
             orjson.dumps(body) + b"\n", status=status, mimetype="application/json"
         )
 
 
-def plan_views(flask_app: flask.Flask) -> dict[str, Any]:
+def plan_views(flask_app: flask.Flask, mock: Mock) -> dict[str, Any]:
     """Puts a PlannedView in place of each operation's Connexion view; returns each
     operation's Flask rule, by operationId."""
     rules: dict[str, Any] = {}
@@ -281,7 +283,7 @@ def plan_views(flask_app: flask.Flask) -> dict[str, Any]:
         view = flask_app.view_functions.get(rule.endpoint)
         if isinstance(view, FlaskOperation):
             operation_id = view.operation_id
-            planned = PlannedView(operation_id, catalog.handler(operation_id))
+            planned = PlannedView(operation_id, catalog.handler(operation_id), mock)
             flask_app.view_functions[rule.endpoint] = planned
             rules[operation_id] = rule
     return rules
@@ -345,7 +347,7 @@ def as_platform_error(
 
 def render_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
     error = as_platform_error(exc, request)
-    notes(request.scope)["error"] = error
+    exchange(request.scope).error = error
     headers: dict[str, Any] = dict(getattr(exc, "headers", None) or {})
     headers.pop("Content-Type", None)
     if isinstance(error, errors.MethodNotAllowed):

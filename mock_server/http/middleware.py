@@ -1,8 +1,8 @@
 """The mock's own ASGI layers: journaling and logging, path and route guards, routing, faults.
 
-They talk to each other (and to the error handler) through a dict in the request scope's
-`extensions`, shared by every shallow copy Connexion makes of the scope: the route's path
-parameters, the error answered, the fault applied, whether to drop the connection.
+They talk to each other (and to the error handler) through the request's `Exchange`
+(`mock_server.exchange`): the route's path parameters, the error answered, the fault
+applied, whether to drop the connection.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 import re
 import time
 from typing import Any
-from urllib.parse import parse_qsl, unquote_to_bytes
+from urllib.parse import unquote_to_bytes
 
 from connexion.middleware import routing as connexion_routing
 from starlette.datastructures import Headers
@@ -19,44 +19,28 @@ from starlette.routing import Mount, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server import errors
+from mock_server.exchange import exchange
 from mock_server.faults import Faults
 from mock_server.http.request_log import log_entry
 from mock_server.http.scope import operation_id
 from mock_server.journal import BODY_LIMIT, Entry, Journal, request_params
 
-NOTES = "platform_mock"
 KEPT_HEADERS = ("content-type", "content-length", "prefer", "user-agent", "x-platform-metadata")
 FAULT_HEADER = b"x-platform-mock-fault"
 # Returned to the server instead of None: uvicorn then closes the connection unanswered.
 DROP = "drop-connection"
 
 
-def notes(scope: Scope) -> dict[str, Any]:
-    """The mock's notes about one request, shared by all copies of its scope."""
-    return scope.setdefault("extensions", {}).setdefault(NOTES, {})
-
-
 def query_pairs(scope: Scope) -> list[tuple[str, str]]:
     """The query's (key, value) pairs, parsed once for validation, the handler, the journal
     and the fault rules alike."""
-    mine = notes(scope)
-    if "pairs" not in mine:
-        mine["pairs"] = parse_qsl(
-            scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
-        )
-    return mine["pairs"]
+    return exchange(scope).query_pairs(scope.get("query_string", b""))
 
 
 def query_by_key(scope: Scope) -> dict[str, list[str]]:
     """The query's values by key, in the order given, grouped once for validation, the
     journal and the fault rules."""
-    mine = notes(scope)
-    if "query" not in mine:
-        grouped: dict[str, list[str]] = {}
-        for key, value in query_pairs(scope):
-            grouped.setdefault(key, []).append(value)
-        mine["query"] = grouped
-    return mine["query"]
+    return exchange(scope).query_by_key(scope.get("query_string", b""))
 
 
 async def journaled(
@@ -66,7 +50,7 @@ async def journaled(
 
     The entry is recorded before the last byte of the response leaves, so a client that
     has its answer finds its request in the journal."""
-    mine = notes(scope)
+    mine = exchange(scope)
     seq = journal.next_seq()
     body = bytearray()
     status: int | None = None
@@ -81,25 +65,25 @@ async def journaled(
             return
         recorded = True
         headers = Headers(scope=scope)
-        error = mine.get("error")
+        error = mine.error
         entry = Entry(
             seq=seq,
             method=scope["method"],
             path=scope["path"],
             query=query_by_key(scope),
-            path_params=dict(mine.get("path_params", {})),
+            path_params=dict(mine.path_params),
             headers={k: headers[k] for k in KEPT_HEADERS if k in headers},
             raw_body=bytes(body),
             operation_id=operation_id(scope),
-            status=None if mine.get("drop") else status,
+            status=None if mine.drop else status,
             code=error.code if error else None,
             message=error.message if error else None,
             details=error.details if error else [],
-            fault=mine.get("fault"),
+            fault=mine.fault,
             test=label,
             expected=expected,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            dropped=bool(mine.get("drop")),
+            dropped=mine.drop,
         )
         journal.record(entry)
         log_entry(entry, scope)
@@ -114,8 +98,8 @@ async def journaled(
         nonlocal status
         if message["type"] == "http.response.start":
             status = message["status"]
-            if mine.get("fault"):
-                headers = [*message.get("headers", []), (FAULT_HEADER, mine["fault"].encode())]
+            if mine.fault:
+                headers = [*message.get("headers", []), (FAULT_HEADER, mine.fault.encode())]
                 message = {**message, "headers": headers}
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             record()
@@ -125,7 +109,7 @@ async def journaled(
         await app(scope, receive_, send_)
     finally:
         record()
-    return DROP if mine.get("drop") else None
+    return DROP if mine.drop else None
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -233,7 +217,7 @@ class RouteNotes:
         if scope["type"] == "http":
             if operation_id(scope) is None:
                 raise errors.RouteNotFound(f"No route for {scope['method']} {scope['path']}")
-            notes(scope)["path_params"] = {
+            exchange(scope).path_params = {
                 k: str(v) for k, v in scope.get("path_params", {}).items()
             }
         await self.app(scope, receive, send)
@@ -253,18 +237,18 @@ class FaultInjection:
         routed = operation_id(scope)
         # RouteNotes, earlier in the stack, has answered every request without an operation.
         assert routed is not None
-        mine = notes(scope)
+        mine = exchange(scope)
         decision = self.faults.decide(
             routed,
-            request_params(query_by_key(scope), mine["path_params"]),
+            request_params(query_by_key(scope), mine.path_params),
             Headers(scope=scope).get("prefer"),
         )
         if decision.source:
-            mine["fault"] = decision.source
+            mine.fault = decision.source
         if decision.delay_ms:
             await asyncio.sleep(decision.delay_ms / 1000)
         if decision.drop:
-            mine["drop"] = True
+            mine.drop = True
             return
         if decision.error is not None:
             raise decision.error

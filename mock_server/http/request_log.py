@@ -33,7 +33,8 @@ from typing import IO, Any, cast
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server import escape
-from mock_server.http.scope import operation_id, security_context
+from mock_server.exchange import exchange
+from mock_server.http.scope import operation_id
 from mock_server.journal import Entry
 
 LOGGER_NAME = "platform_mock.requests"
@@ -85,8 +86,7 @@ class RequestLine:
 
 def caller_of(scope: Scope) -> str:
     """The authenticated caller as `type:slug` (a user's slug is the e-mail), or `-`."""
-    token_info = security_context(scope).get("token_info")
-    caller = token_info.get("caller") if isinstance(token_info, dict) else None
+    caller = exchange(scope).caller
     if caller is None:
         return UNAUTHENTICATED
     return f"{caller.subject_type}:{caller.slug}"

@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from connexion.security import BearerSecurityHandler
 
-# The key of `token_info` naming the personal access token a request authenticated with.
-TOKEN_USED = "token"
+from mock_server.exchange import exchange
 
 if TYPE_CHECKING:
     from mock_server.auth import Authenticator
@@ -27,7 +26,9 @@ def security_map(authenticator: Authenticator) -> dict[str, type]:
             def verify(request: Any) -> dict[str, Any]:
                 caller, token = authenticator.authenticate(request.headers.get("Authorization"))
                 # `token`: the personal access token to mark used once the request succeeds.
-                return {"sub": caller.subject_id, "caller": caller, TOKEN_USED: token}
+                mine = exchange(request.scope)
+                mine.caller, mine.token = caller, token
+                return {"sub": caller.subject_id}  # Connexion's `token_info`
 
             return verify
 

@@ -5,7 +5,7 @@ a parameter validator and a body validator (and look up every response definitio
 request. These report one `details` entry per violation (with its location and field), are
 built once per operation (and media type, and documented status), raise the platform's error
 classes instead of `application/problem+json` problems, and hand what they parsed on to the
-handler (`notes(scope)["arguments"]`), so nothing is parsed twice.
+handler (`Exchange.arguments`), so nothing is parsed twice.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from starlette.types import Message, Receive, Scope, Send
 from werkzeug.http import parse_options_header
 
 from mock_server import errors
-from mock_server.http.middleware import notes, query_by_key, query_pairs
+from mock_server.exchange import exchange
+from mock_server.http.middleware import query_by_key, query_pairs
 from mock_server.http.scope import operation_id
 from mock_server.validation import (
     MAX_BODY_BYTES,
@@ -63,8 +64,6 @@ from mock_server.validation import (
     with_defaults,
     without_null_optionals,
 )
-
-ARGUMENTS = "arguments"  # the notes' key of what a handler is called with, by the spec's names
 
 
 class RepeatedKeysURIParser(OpenAPIURIParser):
@@ -438,7 +437,7 @@ class _PlannedRequestValidation(RequestValidationOperation):
             receive = _no_more_body(receive)
         if details:
             raise invalid_request(details)
-        notes(scope)[ARGUMENTS] = arguments
+        exchange(scope).arguments = arguments
         await self.next_app(scope, receive, send)
 
 

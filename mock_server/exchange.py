@@ -1,0 +1,61 @@
+"""One request as every layer of the mock sees it: a typed record in the request's scope.
+
+The layers of a request (path guard, routing notes, security, request validation, faults,
+the handler, error rendering, the journal and the log) each read or fill their part of one
+`Exchange`, kept in the ASGI scope's `extensions`, which every shallow copy Connexion makes
+of the scope shares. Fields, not string keys: a typo is a type error, not a silent miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from mock_server.errors import PlatformError
+from mock_server.state.entities import Caller, PersonalAccessToken
+
+KEY = "platform_mock"  # of the scope's `extensions`
+
+
+@dataclass(slots=True)
+class Exchange:
+    """What the layers have learnt of one request, and decided for its answer."""
+
+    path_params: dict[str, str] = field(default_factory=dict)  # routed, as text
+    # What request validation parsed, for the handler, under the spec's parameter names
+    # (and `body`).
+    arguments: dict[str, Any] = field(default_factory=dict)
+    caller: Caller | None = None  # who the bearer token names, once security has run
+    token: PersonalAccessToken | None = None  # the personal access token it was, if one
+    error: PlatformError | None = None  # the error answered, as the error handler rendered it
+    fault: str | None = None  # the fault rule that applied ("prefer" for the header's)
+    drop: bool = False  # a fault's: close the connection without an answer
+    _pairs: list[tuple[str, str]] | None = None
+    _query: dict[str, list[str]] | None = None
+
+    def query_pairs(self, query_string: bytes) -> list[tuple[str, str]]:
+        """The query's (key, value) pairs, parsed once for validation, the handler, the
+        journal and the fault rules alike."""
+        if self._pairs is None:
+            self._pairs = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+        return self._pairs
+
+    def query_by_key(self, query_string: bytes) -> dict[str, list[str]]:
+        """The query's values by key, in the order given, grouped once."""
+        if self._query is None:
+            grouped: dict[str, list[str]] = {}
+            for key, value in self.query_pairs(query_string):
+                grouped.setdefault(key, []).append(value)
+            self._query = grouped
+        return self._query
+
+
+def exchange(scope: MutableMapping[str, Any]) -> Exchange:
+    """The request's exchange, made on first use and shared by all copies of its scope."""
+    extensions = scope.setdefault("extensions", {})
+    found = extensions.get(KEY)
+    if not isinstance(found, Exchange):
+        found = extensions[KEY] = Exchange()
+    return found
