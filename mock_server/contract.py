@@ -15,7 +15,6 @@ from functools import cache
 from typing import Any
 
 import yaml
-from connexion.json_schema import resolve_refs
 
 from mock_server.resources import package_file
 
@@ -24,6 +23,33 @@ GATEWAY_SPEC = "gateway.yaml"
 ADMIN_SPEC = "admin.yaml"
 PLATFORM_SPECS = (CONTROL_PLANE_SPEC, GATEWAY_SPEC)
 METHODS = ("get", "put", "post", "delete", "patch")
+
+
+def resolved(document: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the document with each local `$ref` replaced by what it names, merged into
+    the referring object (as Connexion resolves them; `tests/test_connexion_hooks.py` checks
+    the two agree). A schema named twice is one shared object, as in Connexion's result."""
+    copied = copy.deepcopy(document)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict) and "$ref" in node:
+            target: Any = copied
+            for key in node["$ref"].removeprefix("#/").split("/"):
+                target = target[key]  # a KeyError: a reference to nothing, a bug of the spec
+            node.update(target)
+            if isinstance(target, dict) and "$ref" in target:
+                node = walk(node)
+            node.pop("$ref", None)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                node[key] = walk(value)
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                node[index] = walk(value)
+        return node
+
+    result: dict[str, Any] = walk(copied)
+    return result
 
 
 @dataclass(frozen=True)
@@ -86,7 +112,7 @@ def spec(name: str) -> dict[str, Any]:
 @cache
 def component(name: str, schema: str) -> dict[str, Any]:
     """A component schema of a spec document, every `$ref` in it resolved (made once)."""
-    return resolve_refs(spec(name))["components"]["schemas"][schema]
+    return resolved(spec(name))["components"]["schemas"][schema]
 
 
 def _enum(schema: dict[str, Any]) -> tuple[str, ...]:
@@ -96,7 +122,7 @@ def _enum(schema: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _operations_of(name: str) -> Iterator[Operation]:
-    document = resolve_refs(spec(name))
+    document = resolved(spec(name))
     for path, item in document["paths"].items():
         for method, operation in item.items():
             if method not in METHODS:
@@ -130,7 +156,7 @@ def definitions() -> dict[str, dict[str, Any]]:
     that no Connexion app of the mock serves (the drift proxy's). Made once; do not change."""
     found = {}
     for name in PLATFORM_SPECS:
-        for item in resolve_refs(spec(name))["paths"].values():
+        for item in resolved(spec(name))["paths"].values():
             for method, operation in item.items():
                 if method in METHODS:
                     found[operation["operationId"]] = operation

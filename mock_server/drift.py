@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
 
-from connexion.json_schema import Draft4ResponseValidator
-
 from mock_server import contract, errors
 from mock_server.contract import Operation
 from mock_server.journal import Entry, read_body
@@ -35,6 +33,7 @@ from mock_server.redact import masked, masked_text
 from mock_server.report import percent, rule_names
 from mock_server.validation import (
     Detail,
+    ResponseValidator,
     compiled,
     read_json,
     ruled_violations,
@@ -170,10 +169,10 @@ def check(
         text = body.decode("utf-8")
         if media == "text/event-stream":
             value: Any = stream_events(body)
-            found = stream_violations(schema, value, Draft4ResponseValidator)
+            found = stream_violations(schema, value, ResponseValidator)
         else:
             value = read_json(text)
-            found = ruled_violations(compiled(schema, Draft4ResponseValidator), value, "response")
+            found = ruled_violations(compiled(schema, ResponseValidator), value, "response")
     except (UnicodeDecodeError, ValueError) as exc:
         return [Difference(BODY, "", "", _clip(f"is not {media}: {exc}"))]
     differences = [_classified(keyword, detail, value) for keyword, detail in found]

@@ -21,10 +21,40 @@ import typing as t
 from collections import Counter
 
 import jsonschema_rs
-from connexion.json_schema import Draft4RequestValidator
 from jsonschema import Draft4Validator, ValidationError
+from jsonschema.validators import extend
 
 from mock_server import errors
+
+
+# The two dialects of JSON Schema an OpenAPI 3.0 document speaks (as Connexion's own
+# validators do: `tests/test_connexion_hooks.py` checks they agree): Draft 4 where `nullable`
+# admits null, and, for what the server sends, where a `writeOnly` property may not appear.
+def _nullable(check: t.Callable[..., t.Iterator[ValidationError]]) -> t.Any:
+    def nullable(
+        validator: t.Any, value: t.Any, instance: t.Any, schema: dict[str, t.Any]
+    ) -> t.Iterator[ValidationError]:
+        if instance is None and (schema.get("x-nullable") is True or schema.get("nullable")):
+            return
+        yield from check(validator, value, instance, schema)
+
+    return nullable
+
+
+def _write_only(
+    validator: t.Any, value: t.Any, instance: t.Any, schema: dict[str, t.Any]
+) -> t.Iterator[ValidationError]:
+    yield ValidationError("Property is write-only")
+
+
+_NULLABLE = {
+    "type": _nullable(Draft4Validator.VALIDATORS["type"]),
+    "enum": _nullable(Draft4Validator.VALIDATORS["enum"]),
+}
+RequestValidator: type[Draft4Validator] = extend(Draft4Validator, _NULLABLE)
+ResponseValidator: type[Draft4Validator] = extend(
+    Draft4Validator, {**_NULLABLE, "writeOnly": _write_only, "x-writeOnly": _write_only}
+)
 
 MAX_BODY_BYTES = 1024 * 1024
 # Operations that take more: a state dump of a world of 100,000 job runs (about 25 MB of
@@ -100,7 +130,7 @@ class CompiledSchema:
 _compiled: dict[tuple[int, type], CompiledSchema] = {}
 
 
-def compiled(schema: dict, cls: type[Draft4Validator] = Draft4RequestValidator) -> CompiledSchema:
+def compiled(schema: dict, cls: type[Draft4Validator] = RequestValidator) -> CompiledSchema:
     """The compiled form of a schema, built on first use."""
     entry = _compiled.get((id(schema), cls))
     if entry is None or entry.schema is not schema:

@@ -14,6 +14,7 @@ import pytest
 from a2wsgi.wsgi import build_environ
 from connexion.apps.flask import FlaskApp, FlaskOperation
 from connexion.exceptions import InvalidSpecification
+from connexion.json_schema import Draft4RequestValidator, Draft4ResponseValidator, resolve_refs
 from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.context import ContextMiddleware
 from connexion.middleware.request_validation import RequestValidationMiddleware
@@ -27,7 +28,7 @@ from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValid
 from flask.ctx import RequestContext
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from mock_server import PlatformMock
+from mock_server import PlatformMock, contract, validation
 from mock_server.http import app as http_app
 from mock_server.http import validators
 from mock_server.http.wsgi import InlineWSGI
@@ -136,6 +137,42 @@ def test_every_operation_view_is_planned():
     planned = {v.operation_id for v in views.values() if isinstance(v, http_app.PlannedView)}
     assert not [v for v in views.values() if isinstance(v, FlaskOperation)]
     assert "listJobRuns" in planned and "adminReset" in planned
+
+
+# -- what the mock does as Connexion does, without importing it outside the fence ---------
+
+
+@pytest.mark.parametrize("document", [*contract.PLATFORM_SPECS, contract.ADMIN_SPEC])
+def test_the_contracts_references_resolve_as_connexion_resolves_them(document):
+    assert contract.resolved(contract.spec(document)) == resolve_refs(contract.spec(document))
+
+
+# Instances each dialect has a rule for: `nullable`, `x-nullable`, an enum, `writeOnly`.
+DIALECT_CASES = [
+    ({"type": "string", "nullable": True}, None),
+    ({"type": "string"}, None),
+    ({"type": "string", "x-nullable": True}, None),
+    ({"type": "string", "enum": ["a"], "nullable": True}, None),
+    ({"type": "string", "enum": ["a"]}, "b"),
+    ({"type": "object", "properties": {"p": {"type": "string", "writeOnly": True}}}, {"p": "x"}),
+    ({"type": "object", "properties": {"p": {"x-writeOnly": True}}}, {"p": "x"}),
+    ({"type": "object", "required": ["p"]}, {}),
+    ({"type": "integer", "format": "int32"}, 1.5),
+]
+
+
+@pytest.mark.parametrize(
+    ("ours", "connexions"),
+    [
+        (validation.RequestValidator, Draft4RequestValidator),
+        (validation.ResponseValidator, Draft4ResponseValidator),
+    ],
+    ids=["request", "response"],
+)
+@pytest.mark.parametrize(("schema", "instance"), DIALECT_CASES, ids=str)
+def test_each_schema_dialect_judges_as_connexions(ours, connexions, schema, instance):
+    found = sorted(e.message for e in ours(schema).iter_errors(instance))
+    assert found == sorted(e.message for e in connexions(schema).iter_errors(instance))
 
 
 # -- and they bite, over real HTTP --------------------------------------------------------

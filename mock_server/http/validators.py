@@ -18,7 +18,6 @@ from collections import Counter
 
 import orjson
 from connexion.datastructures import MediaTypeDict
-from connexion.json_schema import Draft4ResponseValidator
 from connexion.middleware.request_validation import (
     RequestValidationAPI,
     RequestValidationOperation,
@@ -50,6 +49,7 @@ from mock_server.validation import (
     ONE_BIG_BODY,
     UTF8_CHARSETS,
     Detail,
+    ResponseValidator,
     body_limit,
     body_problem,
     compiled,
@@ -472,7 +472,7 @@ class JSONResponseValidator(JSONResponseBodyValidator):
         return orjson.loads(body) if body else None
 
     def _validate(self, body: t.Any) -> None:
-        details = violations(compiled(self._schema, Draft4ResponseValidator), body, "response")
+        details = violations(compiled(self._schema, ResponseValidator), body, "response")
         if details:
             raise errors.MockFailure(
                 "The mock produced a response that breaks its contract: " + summary(details),
@@ -490,7 +490,7 @@ class EventStreamResponseValidator(JSONResponseValidator):
         return stream_events(b"".join(stream))
 
     def _validate(self, body: t.Any) -> None:
-        found = stream_violations(self._schema, body, Draft4ResponseValidator)
+        found = stream_violations(self._schema, body, ResponseValidator)
         if found:
             details = [detail for _, detail in found]
             raise errors.MockFailure(

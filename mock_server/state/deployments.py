@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-from connexion.json_schema import Draft4ResponseValidator
-
 from mock_server import contract
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, Page, Subject
@@ -21,7 +19,7 @@ from mock_server.state.identity import Identity
 from mock_server.state.jobs import Jobs
 from mock_server.state.secrets import SECRET_REFERENCE_SCHEME, Secrets
 from mock_server.state.sources import iso, world_time
-from mock_server.validation import compiled, violations
+from mock_server.validation import ResponseValidator, compiled, violations
 
 # What the platform's Python SDK gives a manifest's `resources` when they are left out (MB),
 # and its TypeScript SDK requires to be there: a manifest with `resources` always has them.
@@ -57,7 +55,7 @@ def check_manifest(manifest: dict[str, Any]) -> None:
     """Raises IncompleteManifest unless the manifest meets the contract's DeploymentManifest:
     no deployment the platform's clients cannot read enters the world, whoever adds it."""
     schema = contract.component(contract.CONTROL_PLANE_SPEC, "DeploymentManifest")
-    problems = violations(compiled(schema, Draft4ResponseValidator), manifest, "manifest")
+    problems = violations(compiled(schema, ResponseValidator), manifest, "manifest")
     if problems:
         raise IncompleteManifest(problems)
 

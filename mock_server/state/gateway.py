@@ -6,11 +6,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from connexion.json_schema import Draft4ResponseValidator
-
 from mock_server import contract, errors
 from mock_server.state.area import Area, locked
-from mock_server.validation import CompiledSchema, compiled, summary, violations
+from mock_server.validation import CompiledSchema, ResponseValidator, compiled, summary, violations
 
 RESPONSE_STATUSES = ("completed", "failed", "in_progress", "incomplete", "queued", "cancelled")
 
@@ -156,4 +154,4 @@ class Gateway(Area):
 def response_schema() -> CompiledSchema:
     """The gateway contract's ModelResponse schema, for complete responses in fixtures."""
     schema = contract.component(contract.GATEWAY_SPEC, "ModelResponse")
-    return compiled(schema, Draft4ResponseValidator)
+    return compiled(schema, ResponseValidator)

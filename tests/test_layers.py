@@ -1,0 +1,206 @@
+"""The package's layers only look down, and the web framework stays behind its fence.
+
+Every import of `mock_server/` is read from the source (module level, inside functions and
+under `TYPE_CHECKING` alike: a type is a dependency too), and each module is placed in one
+layer of `LAYERS`. A module may import its own layer and those below; no import may close a
+circle; Connexion, Flask, Werkzeug and a2wsgi are imported only in `mock_server/http/`, and no
+module below the HTTP side imports a web framework or server at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mock_server"
+
+# Lowest first. A module's place is the first pattern it matches (names relative to the
+# package, dotted).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "ground: errors, the contract and its schemas, shipped files, text escaping",
+        (
+            "version",
+            "errors",
+            "escape",
+            "resources",
+            "coordinates",
+            "redact",
+            "contract",
+            "validation",
+            "state.entities",
+            "state.sources",
+        ),
+    ),
+    ("state: the platform's entities and rules", ("state", "state.*")),
+    ("one request, as every layer sees it", ("exchange",)),
+    (
+        "the mock's services: tokens, fixtures, journal, faults, report, drift",
+        (
+            "auth",
+            "fixtures",
+            "journal",
+            "faults",
+            "report",
+            "report_files",
+            "recording",
+            "drift",
+            "drift_files",
+        ),
+    ),
+    ("handlers and the catalog of operations", ("handlers", "handlers.*", "catalog")),
+    ("the HTTP side: the fence around Connexion, Flask and a2wsgi", ("http", "http.*")),
+    ("the app: one mock composed", ("app",)),
+    (
+        "serving, driving and the command line",
+        (
+            "server",
+            "transport",
+            "remote",
+            "proxy",
+            "drift_check",
+            "proxy_cli",
+            "cli",
+            "cli.*",
+            "pytest_plugin",
+            "__main__",
+            "",  # the package itself: `from mock_server import PlatformMock`
+        ),
+    ),
+]
+FENCED = ("connexion", "flask", "werkzeug", "a2wsgi")  # only in mock_server/http/
+WEB = (*FENCED, "starlette", "uvicorn", "httptools", "h11")
+FENCE = "the HTTP side"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(name: str) -> set[str]:
+    """Every module this one imports: of the package (by name relative to it; `from
+    mock_server import errors` is the module `errors`), and of others their top package
+    (`connexion`, `flask`, ...) prefixed with `!`."""
+    path = MODULES[name]
+    found: set[str] = set()
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(["mock_server", *base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            named = [f"{module}.{alias.name}" for alias in node.names]
+            targets = [m for m in named if _inner(m) in MODULES]
+            if len(targets) < len(named):  # a name of the module itself, not a submodule
+                targets.append(module)
+        else:
+            continue
+        for target in targets:
+            if target == "mock_server" or target.startswith("mock_server."):
+                if _inner(target) in MODULES:
+                    found.add(_inner(target))
+            else:
+                found.add("!" + target.split(".")[0])
+    found.discard(name)
+    return found
+
+
+def _inner(module: str) -> str:
+    return module.removeprefix("mock_server").removeprefix(".")
+
+
+def layer_of(name: str) -> int:
+    for index, (_, patterns) in enumerate(LAYERS):
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+            return index
+    raise AssertionError(f"mock_server.{name} is in no layer of tests/test_layers.py")
+
+
+GRAPH = {name: {m for m in imports(name) if not m.startswith("!")} for name in MODULES}
+
+
+def test_every_module_has_a_layer():
+    unplaced = []
+    for name in MODULES:
+        try:
+            layer_of(name)
+        except AssertionError:
+            unplaced.append(name)
+    assert unplaced == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=lambda n: n or "mock_server")
+def test_a_module_imports_only_its_layer_and_those_below(name):
+    mine = layer_of(name)
+    above = sorted(m for m in GRAPH[name] if layer_of(m) > mine)
+    assert above == [], f"{name or 'mock_server'} ({LAYERS[mine][0]}) looks up at {above}"
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_closes_a_circle():
+    assert circles(GRAPH) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=lambda n: n or "mock_server")
+def test_connexion_flask_and_a2wsgi_are_imported_only_behind_the_fence(name):
+    fenced = sorted(m[1:] for m in imports(name) if m[1:] in FENCED)
+    if not LAYERS[layer_of(name)][0].startswith(FENCE):
+        assert fenced == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=lambda n: n or "mock_server")
+def test_nothing_below_the_http_side_imports_a_web_framework_or_server(name):
+    fence = next(i for i, (title, _) in enumerate(LAYERS) if title.startswith(FENCE))
+    if layer_of(name) < fence:
+        assert sorted(m[1:] for m in imports(name) if m[1:] in WEB) == []
