@@ -54,8 +54,8 @@ def test_the_pipeline_has_every_replacement_and_the_mock_layers_in_order():
     assert names.index("PathGuard") < names.index("SwaggerUIMiddleware")
     assert names.index("RoutingMiddleware") < names.index("RouteNotes")
     assert names.index("RouteNotes") < names.index("SecurityMiddleware")
-    assert names.index("ResponseValidationMiddleware") < names.index("FaultInjection")
-    assert names[-1] == "FaultInjection"
+    assert names.index("RequestValidationMiddleware") < names.index("FaultInjection")
+    assert names.index("FaultInjection") < names.index("ResponseValidationMiddleware")
     assert "ContextMiddleware" not in names
 
 

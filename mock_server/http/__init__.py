@@ -45,9 +45,10 @@ first time a mock is built only (each later build costs 0.03 s, not 0.4 s); any 
 document is validated every time, as Connexion does.
 
 Elsewhere in this package: `security.py` subclasses `BearerSecurityHandler.get_fn`
-(Connexion's documented way to plug in token checks); `middleware.py` holds the mock's own
+(Connexion's documented way to plug in token checks); `faulting.py` is the fault layer,
+between request and response validation; `middleware.py` holds the mock's own
 ASGI layers and `request_log.py` the request log, which read Connexion's routing context
-(`ROUTING_CONTEXT`) and the `token_info` its security leaves in the scope; `cors.py` puts
+(`ROUTING_CONTEXT`) and the request's `Exchange` (`mock_server.exchange`); `cors.py` puts
 Starlette's CORS middleware around everything but the admin API, and `hosts.py` guards the
 admin API's host and origin, outermost.
 """

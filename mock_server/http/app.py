@@ -54,12 +54,8 @@ from mock_server import catalog, contract, errors
 from mock_server.exchange import exchange
 from mock_server.handlers.context import Answer, Call, Mock, serving
 from mock_server.http import wsgi
-from mock_server.http.middleware import (
-    FaultInjection,
-    PathGuard,
-    RouteNotes,
-    RoutingMiddleware,
-)
+from mock_server.http.faulting import FaultInjection
+from mock_server.http.middleware import PathGuard, RouteNotes, RoutingMiddleware
 from mock_server.http.scope import operation_id
 from mock_server.http.security import security_map
 from mock_server.http.validators import (
@@ -150,9 +146,11 @@ def middlewares(mock: Mock) -> list[Any]:
         middleware = REPLACED.get(middleware, middleware)
         if middleware is SwaggerUIMiddleware:
             stack.append(PathGuard)  # even the docs are not served a path no client means
-        if middleware is ConnexionContextMiddleware:
-            # After security and request validation: a faulty request is still a valid one.
+        if middleware is ResponseValidationMiddleware:
+            # After security and request validation (a faulty request is still a valid
+            # one), and outside response validation: a fault is delivered as armed.
             stack.append(functools.partial(FaultInjection, faults=mock.faults))
+        if middleware is ConnexionContextMiddleware:
             continue
         stack.append(middleware)
         if middleware is RoutingMiddleware:

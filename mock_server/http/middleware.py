@@ -1,4 +1,4 @@
-"""The mock's own ASGI layers: journaling and logging, path and route guards, routing, faults.
+"""The mock's own ASGI layers: journaling and logging, path and route guards, routing.
 
 They talk to each other (and to the error handler) through the request's `Exchange`
 (`mock_server.exchange`): the route's path parameters, the error answered, the fault
@@ -7,7 +7,6 @@ applied, whether to drop the connection.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from typing import Any
@@ -20,10 +19,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server import errors
 from mock_server.exchange import exchange
-from mock_server.faults import Faults
 from mock_server.http.request_log import log_entry
 from mock_server.http.scope import operation_id
-from mock_server.journal import BODY_LIMIT, Entry, Journal, request_params
+from mock_server.journal import BODY_LIMIT, Entry, Journal
 
 KEPT_HEADERS = ("content-type", "content-length", "prefer", "user-agent", "x-platform-metadata")
 FAULT_HEADER = b"x-platform-mock-fault"
@@ -220,36 +218,4 @@ class RouteNotes:
             exchange(scope).path_params = {
                 k: str(v) for k, v in scope.get("path_params", {}).items()
             }
-        await self.app(scope, receive, send)
-
-
-class FaultInjection:
-    """Applies the fault rules (and `Prefer` headers) to routed, valid requests."""
-
-    def __init__(self, app: ASGIApp, faults: Faults):
-        self.app = app
-        self.faults = faults
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        routed = operation_id(scope)
-        # RouteNotes, earlier in the stack, has answered every request without an operation.
-        assert routed is not None
-        mine = exchange(scope)
-        decision = self.faults.decide(
-            routed,
-            request_params(query_by_key(scope), mine.path_params),
-            Headers(scope=scope).get("prefer"),
-        )
-        if decision.source:
-            mine.fault = decision.source
-        if decision.delay_ms:
-            await asyncio.sleep(decision.delay_ms / 1000)
-        if decision.drop:
-            mine.drop = True
-            return
-        if decision.error is not None:
-            raise decision.error
         await self.app(scope, receive, send)

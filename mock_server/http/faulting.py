@@ -1,0 +1,52 @@
+"""The fault layer: the mock's fault rules (`mock_server.faults`) applied to each request.
+
+It stands after security and request validation (a faulty answer is still one to a valid,
+authorised request) and outside response validation, so that what a rule asks (a status
+with its platform error body, a delay, a dropped connection) is delivered as armed: response
+validation checks what the handler answers, and a fault is not the handler's answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mock_server.exchange import exchange
+from mock_server.faults import Faults
+from mock_server.http.middleware import query_by_key
+from mock_server.http.scope import operation_id
+from mock_server.journal import request_params
+
+
+class FaultInjection:
+    """Applies the fault rules (and `Prefer` headers) to routed, valid requests."""
+
+    def __init__(self, app: ASGIApp, faults: Faults):
+        self.app = app
+        self.faults = faults
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        routed = operation_id(scope)
+        # RouteNotes, earlier in the stack, has answered every request without an operation.
+        assert routed is not None
+        mine = exchange(scope)
+        decision = self.faults.decide(
+            routed,
+            request_params(query_by_key(scope), mine.path_params),
+            Headers(scope=scope).get("prefer"),
+        )
+        if decision.source:
+            mine.fault = decision.source
+        if decision.delay_ms:
+            await asyncio.sleep(decision.delay_ms / 1000)
+        if decision.drop:
+            mine.drop = True
+            return
+        if decision.error is not None:
+            raise decision.error
+        await self.app(scope, receive, send)
