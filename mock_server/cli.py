@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -65,6 +66,7 @@ from mock_server.state.sources import seed_problem  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
 
 EXIT_VIOLATIONS = 1
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # a normal stop of `serve` and `run`
 EXIT_BAD_FIXTURES = 2
 EXIT_USAGE = 2  # as argparse exits on a usage error
 EXIT_CANNOT_BIND = 3
@@ -380,9 +382,21 @@ class _Server(uvicorn.Server):
             # clients) and a second SIGTERM would do nothing.
             _exit_at_once(sig)
         super().handle_exit(sig, frame)
-        # uvicorn re-raises captured signals after shutting down, which would end the
-        # process with the signal's status; Ctrl-C and SIGTERM are a normal stop here.
-        self._captured_signals.clear()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's (`Server.serve` serves inside it), less its raising the stop signal
+        again once stopped, which would end the process with the signal's status: Ctrl-C
+        and SIGTERM are a normal stop here (status 0)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals are the main thread's
+            return
+        before = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
 
 
 def _exit_at_once(sig: int) -> NoReturn:

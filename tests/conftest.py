@@ -4,6 +4,7 @@ HTTP), reset before each test, with clients and helpers on top."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tarfile
@@ -51,6 +52,16 @@ def new_store(seed: int, documents: list[Fixture]) -> Store:
     """A world of its own, built from checked fixture documents, signing with a key of its
     own (as a mock's store does)."""
     return Store(seed, documents, Signer(new_key()))
+
+
+def until_closed(server: BackgroundServer, sent: bytes) -> bytes:
+    """Everything a server answers on a connection that sends `sent` and then waits."""
+    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+        sock.sendall(sent)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
 
 
 def http_client(**options) -> httpx.Client:

@@ -1,16 +1,19 @@
-"""Every hook of mock_server/http/ into Connexion, Flask and a2wsgi, and of mock_server/server.py
-into uvicorn, still exists and still bites.
+"""Every hook of mock_server/http/ into Connexion, Flask, a2wsgi and uvicorn, and of the
+command's server into uvicorn, still exists and still bites.
 
 An upgrade of one of them that renames or drops a private part fails here, in CI, rather
 than quietly in users' hands (validation skipped, or a 500 at import)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
+import json
 
 import flask
 import pytest
+import uvicorn
 from a2wsgi.wsgi import build_environ
 from connexion.apps.flask import FlaskApp, FlaskOperation
 from connexion.exceptions import InvalidSpecification
@@ -26,14 +29,14 @@ from connexion.spec import Specification
 from connexion.uri_parsing import OpenAPIURIParser
 from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
 from flask.ctx import RequestContext
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from mock_server import PlatformMock, contract, validation
 from mock_server.http import app as http_app
 from mock_server.http import validators
+from mock_server.http.protocol import PlatformHttpProtocol
 from mock_server.http.wsgi import InlineWSGI
-from mock_server.server import PlatformConfig, uvicorn_config
-from tests.conftest import assert_error
+from mock_server.server import BackgroundServer, PlatformConfig, uvicorn_config
+from tests.conftest import assert_error, until_closed
 
 REPLACED = [
     SwaggerUIMiddleware,
@@ -244,34 +247,69 @@ def test_another_document_is_still_validated_every_time(attempt):
         FlaskApp(__name__).add_api(copy.deepcopy(INVALID_DOCUMENT))
 
 
-# -- uvicorn's httptools protocol (mock_server/server.py) ----------------------------------
+# -- uvicorn: the httptools protocol (mock_server/http/protocol.py) and the command's server --
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "connection_made",
-        "connection_lost",
-        "data_received",
-        "on_message_begin",
-        "on_header",
-        "on_message_complete",
-        "send_400_response",
-        "timeout_keep_alive_handler",
-    ],
-)
-def test_uvicorns_protocol_still_has_the_hooked_method(name):
-    assert callable(getattr(HttpToolsProtocol, name))
+@pytest.fixture(scope="module")
+def impatient():
+    """A mock that closes idle connections after 0.3 s and waits 0.6 s for a request."""
+    with BackgroundServer(PlatformMock(), idle_seconds=0.3, request_seconds=0.6) as server:
+        yield server
 
 
-def test_uvicorns_protocol_still_keeps_what_the_mock_reads():
-    source = inspect.getsource(HttpToolsProtocol)
-    for attribute in ("self.timeout_keep_alive_task", "self.timeout_keep_alive ", "self.cycle"):
-        assert attribute in source
-    cycle = inspect.getsource(RequestResponseCycle)
-    assert "self.response_started" in cycle and "self.response_complete" in cycle
+# Each overridden or read part of HttpToolsProtocol, and a connection that goes through it.
+PROTOCOL_HOOKS = [
+    # connection_made, timeout_keep_alive(_task, _handler), transport: armed before any byte
+    pytest.param(b"", b"", id="connection_made-idle-timer"),
+    # data_received, cycle: bytes that begin no request leave the connection idle
+    pytest.param(b"\r\n\r\n", b"", id="data_received-still-idle"),
+    # on_message_begin, loop, config.request_seconds: a head that never ends is a 408
+    pytest.param(b"GET /docs/ HTTP/1.1\r\nHost: x\r\n", b"HTTP/1.1 408 ", id="on_message_begin"),
+    # on_header, send_400_response: headers over 64 KiB are a 431 in the platform's body
+    pytest.param(
+        b"GET /docs/ HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n",
+        b"HTTP/1.1 431 ",
+        id="on_header",
+    ),
+    # send_400_response: what the parser cannot read is a 400 in the platform's body
+    pytest.param(b"NOT HTTP AT ALL\r\n\r\n", b"HTTP/1.1 400 ", id="send_400_response"),
+    # on_message_complete, cycle.response_complete: answered, then idle again and closed
+    pytest.param(
+        b"GET /docs/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"HTTP/1.1 200 ",
+        id="on_message_complete",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sent", "answered"), PROTOCOL_HOOKS)
+def test_each_hook_of_uvicorns_protocol_still_bites(impatient, sent, answered):
+    answer = until_closed(impatient, sent)  # returns only once the server closes
+    assert answer.startswith(answered) if answered else answer == b""
+    if answered and not answered.endswith(b"200 "):
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["statusCode"] == int(answered[9:12])
 
 
 def test_uvicorn_still_builds_its_protocol_with_the_config():
-    assert "config" in inspect.signature(HttpToolsProtocol.__init__).parameters
     assert isinstance(uvicorn_config(PlatformMock()), PlatformConfig)
+    assert uvicorn_config(PlatformMock()).http is PlatformHttpProtocol
+
+
+def test_uvicorn_still_serves_inside_capture_signals():
+    """The command's server overrides `capture_signals` (uvicorn's, less raising the stop
+    signal again once stopped): uvicorn must still serve inside it."""
+    entered: list[str] = []
+
+    class Probe(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            entered.append("in")
+            yield
+            entered.append("out")
+
+        async def startup(self, sockets=None):
+            await super().startup(sockets)
+            self.should_exit = True
+
+    Probe(uvicorn.Config(PlatformMock(), port=0, log_level="error", lifespan="off")).run()
+    assert entered == ["in", "out"]

@@ -40,7 +40,7 @@ from mock_server.server import (
     BackgroundServer,
     uvicorn_config,
 )
-from tests.conftest import CONTROL_PLANE, assert_error, http_client
+from tests.conftest import CONTROL_PLANE, assert_error, http_client, until_closed
 from tests.test_cli import SERVE_OUTPUT
 
 MEMORY_LIMIT = 1024 * 1024 * 1024  # bytes of address space a child server may map
@@ -1171,27 +1171,17 @@ def impatient():
         yield server
 
 
-def _until_closed(server, sent: bytes) -> bytes:
-    """Everything the server answers on a connection that sends `sent` and then waits."""
-    with socket.create_connection((server.host, server.port), timeout=10) as sock:
-        sock.sendall(sent)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return answer
-
-
 @pytest.mark.parametrize(
     "sent",
     [pytest.param(b"", id="silent"), pytest.param(b"\r\n\r\n", id="line-breaks-only")],
 )
 def test_a_connection_that_sends_no_request_is_closed_when_idle(impatient, sent):
-    assert _until_closed(impatient, sent) == b""
+    assert until_closed(impatient, sent) == b""
 
 
 def test_a_connection_idle_after_its_response_is_closed(impatient):
     head = b"GET /docs/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-    assert _until_closed(impatient, head).startswith(b"HTTP/1.1 200 ")
+    assert until_closed(impatient, head).startswith(b"HTTP/1.1 200 ")
 
 
 @pytest.mark.parametrize(
@@ -1202,7 +1192,7 @@ def test_a_connection_idle_after_its_response_is_closed(impatient):
     ],
 )
 def test_a_request_whose_head_does_not_arrive_in_time_is_408(impatient, sent):
-    answer = _until_closed(impatient, sent)
+    answer = until_closed(impatient, sent)
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 408 ") and b"connection: close" in head
     assert json.loads(body)["code"] == 40801
@@ -1217,7 +1207,7 @@ def test_a_request_whose_body_does_not_arrive_in_time_is_408_and_changes_nothing
         b"Authorization: Bearer " + token + b"\r\nContent-Type: application/json\r\n"
         b'Content-Length: 100\r\n\r\n{"tags": '
     )
-    answer = _until_closed(impatient, head)
+    answer = until_closed(impatient, head)
     assert answer.startswith(b"HTTP/1.1 408 ")
     assert dump(mock.store) == before
 

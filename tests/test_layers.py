@@ -204,3 +204,88 @@ def test_nothing_below_the_http_side_imports_a_web_framework_or_server(name):
     fence = next(i for i, (title, _) in enumerate(LAYERS) if title.startswith(FENCE))
     if layer_of(name) < fence:
         assert sorted(m[1:] for m in imports(name) if m[1:] in WEB) == []
+
+
+# -- private names of libraries: only behind a fence ---------------------------------------
+
+# Where a library's private parts may be reached, and whose; each place's docstring lists
+# them, and tests/test_connexion_hooks.py (tests/test_pytest_plugin.py for pytest's) drives
+# each. The package pins each such dependency below its next release.
+FENCES = {
+    "http.*": "Connexion, Flask, a2wsgi, Starlette and uvicorn",
+    # Degrades to pytest's own finding where a part is gone: pytest is the user's.
+    "pytest_plugin": "pytest (finding the rootdir again once the plugin's options are known)",
+}
+PUBLIC_DESPITE_THE_UNDERSCORE = {"_exit"}  # os._exit: documented, the way to end a child
+
+
+def _own_names() -> set[str]:
+    """Every name the package binds itself: its functions, classes, variables, arguments,
+    and the attributes it sets on `self` or `cls`."""
+    own: set[str] = set()
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                own.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                own.add(node.id)
+            elif isinstance(node, ast.arg):
+                own.add(node.arg)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ("self", "cls")
+            ):
+                own.add(node.attr)
+    return own
+
+
+def foreign_private_names(source: str, own: set[str]) -> list[str]:
+    """The private names of other code that a module's source reaches: `x._name` where the
+    package never binds `_name` itself, and imports of `_module` or `_name`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            name = node.attr
+            if _private(name) and name not in own and name not in PUBLIC_DESPITE_THE_UNDERSCORE:
+                found.append(ast.unparse(node))
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] != "mock_server"
+            and (
+                any(map(_private, node.module.split(".")))
+                or any(_private(alias.name) for alias in node.names)
+            )
+        ):
+            found.append(f"from {node.module} import ...")
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+OWN_NAMES = _own_names()
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=lambda n: n or "mock_server")
+def test_no_private_name_of_a_library_outside_its_fence(name):
+    if any(fnmatch.fnmatchcase(name, fence) for fence in FENCES):
+        return
+    assert foreign_private_names(MODULES[name].read_text(), OWN_NAMES) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "self._captured_signals.clear()",
+        "faker.unique._seen = {}",
+        "from uvicorn.protocols.http.httptools_impl import _x",
+        "from _pytest.config import findpaths",
+    ],
+)
+def test_a_private_name_of_a_library_is_found(source):
+    assert foreign_private_names(source, {"_seen_not"}) != []

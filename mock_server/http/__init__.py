@@ -1,7 +1,10 @@
-"""The HTTP side of the mock, and the one fence around Connexion's (and Flask's) internals.
+"""The HTTP side of the mock, and the one fence around its libraries' internals: Connexion's,
+Flask's, a2wsgi's and uvicorn's.
 
-No module outside this package imports a private name of Connexion, Flask or a2wsgi, and
-the dependency is pinned below Connexion's next minor release. Every hook is listed here,
+No module outside this package imports a private name of Connexion, Flask, a2wsgi,
+Starlette or uvicorn (`tests/test_layers.py` checks it), and each library whose private parts
+are used here is pinned below its next release that may move them. uvicorn's are in
+`protocol.py`, whose docstring lists them. Every hook is listed here,
 with why it is needed; `tests/test_connexion_hooks.py` checks that each still exists and
 still bites, so an upgrade fails in CI rather than quietly in users' hands.
 

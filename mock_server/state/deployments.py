@@ -210,7 +210,8 @@ class Deployments(Area):
         taken = {a.name for a in self.world.applications.values()}
         for _ in range(count):
             kind = rng.choice(("service", "job"))
-            name = f"{faker.unique.domain_word()}-{'api' if kind == 'service' else 'batch'}"
+            word = self.sources.unique("domain word", faker.domain_word)
+            name = f"{word}-{'api' if kind == 'service' else 'batch'}"
             if name in taken:
                 continue  # Faker's words ran into an existing name: one application fewer
             taken.add(name)

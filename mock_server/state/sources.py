@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import product
@@ -17,6 +18,7 @@ from typing import Any
 from faker import Faker
 
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+UNIQUE_ATTEMPTS = 1000  # draws for a value not given before, as Faker's `unique` makes
 
 
 class Clock:
@@ -70,7 +72,7 @@ class SourcesState:
     random: Any
     token_random: Any
     faker_random: Any
-    faker_seen: dict[Any, frozenset[Any]]
+    unique_seen: dict[str, frozenset[str]]
     words: frozenset[str]
 
 
@@ -94,7 +96,9 @@ class Sources:
         # Building a Faker takes most of a reset; one reseeded and cleared gives the same data.
         self.faker = faker or Faker("en_US")
         self.faker.seed_instance(seed)
-        self.faker.unique.clear()
+        # The values `unique` has given, by kind: Faker's own `unique` keeps its record in a
+        # private attribute, which a snapshot would have to reach into.
+        self.unique_seen: dict[str, set[str]] = {}
         # The words `word` has given: those of a snapshot, shared, and those given since.
         self._words_before: frozenset[str] = frozenset()
         self.words: set[str] = set()
@@ -119,7 +123,7 @@ class Sources:
             random=self.random.getstate(),
             token_random=self.token_random.getstate(),
             faker_random=self._faker_random.getstate(),
-            faker_seen={key: frozenset(seen) for key, seen in self.faker.unique._seen.items()},
+            unique_seen={kind: frozenset(seen) for kind, seen in self.unique_seen.items()},
             words=self._words_before | self.words,
         )
 
@@ -141,10 +145,21 @@ class Sources:
         sources.faker = faker
         sources._faker_random = faker.random
         sources._faker_random.setstate(state.faker_random)
-        faker.unique._seen = {key: set(seen) for key, seen in state.faker_seen.items()}
+        sources.unique_seen = {kind: set(seen) for kind, seen in state.unique_seen.items()}
         sources._words_before = state.words
         sources.words = set()
         return sources
+
+    def unique(self, kind: str, draw: Callable[[], str]) -> str:
+        """A value of `draw` (a Faker provider) never given before in this world for `kind`:
+        drawn again while taken, as Faker's `unique` proxy draws (so the same values)."""
+        seen = self.unique_seen.setdefault(kind, set())
+        for _ in range(UNIQUE_ATTEMPTS):
+            value = draw()
+            if value not in seen:
+                seen.add(value)
+                return value
+        raise ValueError(f"no new {kind} after {UNIQUE_ATTEMPTS:,} draws")
 
     def new_id(self, prefix: str) -> str:
         """A fresh id like `job-run-3f2a9c1b7d4e6f80`: prefix, then 16 seeded hex digits."""
