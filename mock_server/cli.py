@@ -429,7 +429,7 @@ def serve(args: argparse.Namespace) -> int:
     # reading, or goes away (`serve | head -1`), holds neither the server nor its stop.
     stdout = request_log.outlet(sys.stdout)
     if stdout is not None:
-        sys.stdout = stdout  # type: ignore[assignment]
+        sys.stdout = stdout
     # Standard output is the JSON log's alone: a reader takes each of its lines as a record.
     out: IO[str] = sys.stderr if args.log_format == "json" else sys.stdout
     host, port = sock.getsockname()[:2]
@@ -447,7 +447,9 @@ def serve(args: argparse.Namespace) -> int:
     return _finish(mock, args, out)
 
 
-def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, out: IO[str]):
+def _banner(
+    mock: PlatformMock, args: argparse.Namespace, host: str, port: int, out: IO[str]
+) -> None:
     base = base_url(host, port)
     gateway = f"{base}{mock.gateway_prefix}"
     lines = [

@@ -100,7 +100,8 @@ def as_text(value: Any) -> str:
 
 @cache
 def _parsed(name: str) -> dict[str, Any]:
-    return yaml.safe_load((package_file("spec") / name).read_text())
+    parsed: dict[str, Any] = yaml.safe_load((package_file("spec") / name).read_text())
+    return parsed
 
 
 def spec(name: str) -> dict[str, Any]:
@@ -112,7 +113,8 @@ def spec(name: str) -> dict[str, Any]:
 @cache
 def component(name: str, schema: str) -> dict[str, Any]:
     """A component schema of a spec document, every `$ref` in it resolved (made once)."""
-    return resolved(spec(name))["components"]["schemas"][schema]
+    found: dict[str, Any] = resolved(spec(name))["components"]["schemas"][schema]
+    return found
 
 
 def _enum(schema: dict[str, Any]) -> tuple[str, ...]:

@@ -271,7 +271,7 @@ class _Operation:
     calls: int = 0
     checked: int = 0
     unchecked: int = 0
-    statuses: Counter = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)
     differences: dict[tuple[str, str, str], _Group] = field(default_factory=dict)
     other_differences: int = 0
     failures: dict[str, _Group] = field(default_factory=dict)
@@ -330,7 +330,7 @@ class DriftReport:
                 self._differences(usage, exchange, differences)
 
     @staticmethod
-    def _differences(usage: _Operation, exchange: Exchange, differences: list[Difference]):
+    def _differences(usage: _Operation, exchange: Exchange, differences: list[Difference]) -> None:
         for key in dict.fromkeys(d.key for d in differences):  # each once per answer
             difference = next(d for d in differences if d.key == key)
             group = usage.differences.get(key)

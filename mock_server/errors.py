@@ -31,7 +31,9 @@ class PlatformError(Exception):
         return error_body(self.status, self.code, self.message, self.details)
 
 
-def error_body(status: int, code: int, message: str, details: list[dict[str, Any]]) -> dict:
+def error_body(
+    status: int, code: int, message: str, details: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {"statusCode": status, "message": message, "code": code, "details": details}
 
 

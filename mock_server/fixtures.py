@@ -98,7 +98,8 @@ def _where(source: str, line: int | None, path: Path_) -> str:
 
 @cache
 def fixture_schema() -> dict[str, Any]:
-    return yaml.safe_load(package_file("fixture-schema.yaml").read_text())
+    schema: dict[str, Any] = yaml.safe_load(package_file("fixture-schema.yaml").read_text())
+    return schema
 
 
 @cache
@@ -233,7 +234,7 @@ def _read_pipe(fd: int, path: str | Path) -> bytes:
     return b"".join(chunks)
 
 
-class _EventLoader(yaml.CSafeLoader):  # type: ignore[misc]
+class _EventLoader(yaml.CSafeLoader):
     """libyaml's parser and PyYAML's safe resolver and scalar constructors, for `_read`."""
 
 
@@ -305,7 +306,7 @@ def _read(text: str, source: str) -> tuple[Any, list[Path_]]:
         `_ODD` (its path noted) if no response can carry it."""
         tag = event.tag
         if tag is None or tag == "!":
-            tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
         if tag not in _SCALAR_TAGS:
             if tag == "tag:yaml.org,2002:merge":
                 _not_yaml(source, event.start_mark, "merge keys (<<) are not allowed")
@@ -711,7 +712,7 @@ def _message(error: ValidationError) -> str:
             return (
                 f"{error.instance!r} is not one of the allowed values; did you mean {close[0]!r}?"
             )
-    return error.message
+    return str(error.message)
 
 
 def _explained(error: ValidationError) -> list[ValidationError]:
@@ -730,7 +731,7 @@ def _explained(error: ValidationError) -> list[ValidationError]:
     return [problem for e in chosen for problem in _explained(e)]
 
 
-def _unsendable_values(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple, str]]:
+def _unsendable_values(value: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
     """Values no response of the contract can carry, wherever they are: integers past
     2^53 - 1, numbers that are not finite, text that is not Unicode (a YAML escape can make
     a lone surrogate), and anything that is not JSON (a YAML timestamp or binary)."""

@@ -210,7 +210,7 @@ def caller_of(authorization: str | None) -> Caller | None:
     return Caller(subject_type, subject_id, name, tenant if isinstance(tenant, str) else None)
 
 
-def _error_answer(status: int, code: int, message: str) -> tuple[int, list, bytes]:
+def _error_answer(status: int, code: int, message: str) -> tuple[int, list[Any], bytes]:
     body = orjson.dumps(errors.error_body(status, code, message, []))
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     return status, headers, body
@@ -423,7 +423,7 @@ class Proxy:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     @staticmethod
-    async def _answer(send: Send, status: int, headers: list, body: bytes) -> None:
+    async def _answer(send: Send, status: int, headers: list[Any], body: bytes) -> None:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 

@@ -178,21 +178,21 @@ def _find_rootdir_again(config: pytest.Config, args: list[str]) -> None:
         if (rootpath, inipath) == (config.rootpath, config.inipath):
             return
         had_ini = config.inipath is not None
-        config._rootpath, config._inipath = rootpath, inipath  # type: ignore[attr-defined]
-        config._inicfg, config._ignored_config_files = inicfg, ignored  # type: ignore[attr-defined]
-        config._parser.extra_info["rootdir"] = str(rootpath)  # type: ignore[attr-defined]
-        config._parser.extra_info["inifile"] = str(inipath)  # type: ignore[attr-defined]
-        config._inicache.clear()  # type: ignore[attr-defined]
+        config._rootpath, config._inipath = rootpath, inipath
+        config._inicfg, config._ignored_config_files = inicfg, ignored
+        config._parser.extra_info["rootdir"] = str(rootpath)
+        config._parser.extra_info["inifile"] = str(inipath)
+        config._inicache.clear()
         if not had_ini:  # the project's addopts were never applied
-            added = config._validate_args(config.getini("addopts"), "via addopts config")  # type: ignore[attr-defined]
+            added = config._validate_args(config.getini("addopts"), "via addopts config")
             args[:0] = added
             config.pluginmanager.consider_preparse(added, exclude_only=False)
-        config.known_args_namespace = config._parser.parse_known_args(  # type: ignore[attr-defined]
+        config.known_args_namespace = config._parser.parse_known_args(
             args, namespace=copy.copy(config.option)
         )
         if config.known_args_namespace.confcutdir is None:
             config.known_args_namespace.confcutdir = str(inipath.parent if inipath else rootpath)
-        config._configure_python_path()  # type: ignore[attr-defined]
+        config._configure_python_path()
     except (ImportError, AttributeError, TypeError):
         return
 
@@ -437,7 +437,7 @@ class _Local(_Backend):
         paths += config.getoption("--platform-mock-fixtures")
         app = _quietly("mock_server.app")
         self.seed = _session_seed(config) or 0
-        self.mock = app.PlatformMock(app.MockConfig(seed=self.seed, fixtures=paths))
+        self.mock: PlatformMock = app.PlatformMock(app.MockConfig(seed=self.seed, fixtures=paths))
         self._server: BackgroundServer | None = None
         self._starting = threading.Lock()
         transport = _quietly("mock_server.transport")
@@ -765,7 +765,8 @@ def _session_report(config: pytest.Config) -> dict[str, Any] | None:
 
 def _empty_report() -> ContractReport:
     contract = _quietly("mock_server.contract")
-    return _quietly("mock_server.report").ContractReport(contract.operations())
+    report: ContractReport = _quietly("mock_server.report").ContractReport(contract.operations())
+    return report
 
 
 @dataclass

@@ -256,7 +256,14 @@ def _tenant(world: _World, name: Any, tenant_id: Any = None) -> None:
             world.tenant_id = tenant_id
 
 
-def _learn_session(world, params, query, body, answer, caller) -> None:
+def _learn_session(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     user = answer["user"]
     _tenant(world, user.get("tenantName"))
     for account in user.get("accounts") or ():
@@ -276,7 +283,14 @@ def _learn_session(world, params, query, body, answer, caller) -> None:
                 members.append(name)
 
 
-def _learn_tenant(world, params, query, body, answer, caller) -> None:
+def _learn_tenant(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     _tenant(world, answer["tenantName"])
 
 
@@ -321,7 +335,14 @@ def _resource(world: _World, type_: str, fqn: Any, resource_id: Any = None) -> s
     return f"{type_}:{name}"
 
 
-def _learn_role_bindings(world, params, query, body, answer, caller) -> None:
+def _learn_role_bindings(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     asked_subject = (query.get("subjectType"), query.get("subjectId"))
     asked_resource = (query.get("resourceType"), query.get("resourceId"))
     only_tenant = query.get("includeOnlyTenantRoles") == "true"
@@ -357,7 +378,14 @@ def _iso(epoch_ms: Any) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _learn_job_runs(world, params, query, body, answer, caller) -> None:
+def _learn_job_runs(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     job = _application(world, params["jobId"])
     job.type = "job"
     for run in answer["data"]:
@@ -421,7 +449,14 @@ def _secret(world: _World, fqn: str, secret_id: str | None = None) -> str | None
     return parts[-2]
 
 
-def _learn_secret_deployments(world, params, query, body, answer, caller) -> None:
+def _learn_secret_deployments(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     referenced: list[set[str]] = []
     for deployment in answer["data"]:
         application = deployment["application"]
@@ -460,12 +495,26 @@ def _learn_secret_deployments(world, params, query, body, answer, caller) -> Non
                 world.access[(caller.reference, "read", f"secret-group:{group}")] = None
 
 
-def _learn_model_response(world, params, query, body, answer, caller) -> None:
+def _learn_model_response(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     if isinstance(answer, dict) and answer.get("object") == "response":
         world.responses[answer["id"]] = masked(answer)
 
 
-def _learn_token(world, params, query, body, answer, caller) -> None:
+def _learn_token(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     record = answer["data"]  # never answer["token"]: its value stays out of the world
     owner = _subject_reference(world, record.get("createdBySubject"))
     if owner is None:
@@ -480,7 +529,14 @@ def _learn_token(world, params, query, body, answer, caller) -> None:
     world.tokens[(owner, token["name"])] = token
 
 
-def _learn_stage(world, params, query, body, answer, caller) -> None:
+def _learn_stage(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     manifest = masked(body["manifest"])
     root = str(answer.get("storage_root", "")).rstrip("/").split("/")
     if len(root) > 3 and root[-3] in ARTIFACT_FOLDERS and root[-1].isdigit():
@@ -499,7 +555,14 @@ def _learn_stage(world, params, query, body, answer, caller) -> None:
         world.access[(caller.reference, "write", f"mlf-project:{manifest['ml_repo']}")] = None
 
 
-def _learn_tags(world, params, query, body, answer, caller) -> None:
+def _learn_tags(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     version = world.versions.get(body["artifact_version_id"])
     if version is None:
         return
@@ -510,13 +573,27 @@ def _learn_tags(world, params, query, body, answer, caller) -> None:
     version["tags"] += [tag for tag in tags if tag not in version["tags"]]
 
 
-def _learn_stage_failure(world, params, query, body, answer, caller) -> None:
+def _learn_stage_failure(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     version = world.versions.get(body["id"])
     if version is not None:
         version["failed"], version["tags"] = True, []
 
 
-def _learn_deleted_group(world, params, query, body, answer, caller) -> None:
+def _learn_deleted_group(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: Caller | None,
+) -> None:
     for name, group in list(world.groups.items()):
         if group.get("id") == params["id"]:
             del world.groups[name]

@@ -44,11 +44,11 @@ class _Rule:
     status: int | None
     code: int | None
     count: int = 0
-    tests: Counter = field(default_factory=Counter)  # requests per test, for MAX_TESTS tests
+    tests: Counter[str] = field(default_factory=Counter)  # requests per test, for MAX_TESTS tests
     other_tests: int = 0  # requests of tests past those
     examples: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, count: int, tests: dict[str, int], other_tests: int, examples: list) -> None:
+    def add(self, count: int, tests: dict[str, int], other_tests: int, examples: list[Any]) -> None:
         self.count += count
         self.other_tests += other_tests
         for test, n in tests.items():
@@ -94,7 +94,7 @@ def rule_names(details: list[dict[str, Any]]) -> list[str]:
 @dataclass
 class _Usage:
     calls: int = 0
-    statuses: Counter = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)
     parameters: dict[str, set[str]] = field(default_factory=dict)
     rules: dict[str, _Rule] = field(default_factory=dict)  # the rules broken, by name
     violation_count: int = 0

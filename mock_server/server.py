@@ -118,7 +118,7 @@ def uvicorn_config(
     idle_seconds: float = IDLE_SECONDS,
     request_seconds: float = REQUEST_SECONDS,
     **options: Any,
-) -> uvicorn.Config:
+) -> PlatformConfig:
     options.setdefault("timeout_graceful_shutdown", GRACEFUL_SHUTDOWN_SECONDS)
     config = PlatformConfig(
         _DropWhenCancelled(mock),

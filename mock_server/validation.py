@@ -104,7 +104,7 @@ def json_schema(node: t.Any) -> t.Any:
 class CompiledSchema:
     """One schema's validators: jsonschema-rs decides, Python jsonschema explains."""
 
-    def __init__(self, schema: dict, cls: type[Draft4Validator]):
+    def __init__(self, schema: dict[str, t.Any], cls: type[Draft4Validator]):
         self.schema = schema
         self.explainer = cls(schema, format_checker=Draft4Validator.FORMAT_CHECKER)
         try:
@@ -130,7 +130,9 @@ class CompiledSchema:
 _compiled: dict[tuple[int, type], CompiledSchema] = {}
 
 
-def compiled(schema: dict, cls: type[Draft4Validator] = RequestValidator) -> CompiledSchema:
+def compiled(
+    schema: dict[str, t.Any], cls: type[Draft4Validator] = RequestValidator
+) -> CompiledSchema:
     """The compiled form of a schema, built on first use."""
     entry = _compiled.get((id(schema), cls))
     if entry is None or entry.schema is not schema:
@@ -150,12 +152,12 @@ def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
-def explain(error: ValidationError, location: str, prefix: tuple = ()) -> list[Detail]:
+def explain(error: ValidationError, location: str, prefix: tuple[t.Any, ...] = ()) -> list[Detail]:
     """One detail per violation in a jsonschema error, following the discriminator of a oneOf."""
     return [detail for _, detail in _explained(error, location, prefix)]
 
 
-def _explained(error: ValidationError, location: str, prefix: tuple) -> list[Ruled]:
+def _explained(error: ValidationError, location: str, prefix: tuple[t.Any, ...]) -> list[Ruled]:
     where = field_path([*prefix, *error.absolute_path])
     instance, schema = error.instance, error.schema
     if error.validator == "required":
@@ -195,14 +197,14 @@ def _explained(error: ValidationError, location: str, prefix: tuple) -> list[Rul
 
 
 def violations(
-    schema: CompiledSchema, instance: t.Any, location: str, prefix: tuple = ()
+    schema: CompiledSchema, instance: t.Any, location: str, prefix: tuple[t.Any, ...] = ()
 ) -> list[Detail]:
     """Every violation of the schema by the instance, explained; [] when it is valid."""
     return [detail for _, detail in ruled_violations(schema, instance, location, prefix)]
 
 
 def ruled_violations(
-    schema: CompiledSchema, instance: t.Any, location: str, prefix: tuple = ()
+    schema: CompiledSchema, instance: t.Any, location: str, prefix: tuple[t.Any, ...] = ()
 ) -> list[Ruled]:
     """Every violation of the schema by the instance, each with the JSON Schema keyword it
     broke (`required`, `additionalProperties`, `type`, `enum`, `pattern`, ...; an empty
@@ -246,7 +248,9 @@ def stream_events(raw: bytes) -> list[dict[str, str]]:
     return events
 
 
-def stream_violations(schema: dict, events: list[dict[str, str]], cls: type) -> list[Ruled]:
+def stream_violations(
+    schema: dict[str, t.Any], events: list[dict[str, str]], cls: type
+) -> list[Ruled]:
     """Every violation of a server-sent event stream of the contract, whose schema describes
     one event, `{"event", "data"}`, as OpenAPI before 3.2 does: each event is checked against
     it, the JSON in its `data` against the schema its `x-data-schema` names, and the `type`
@@ -306,7 +310,7 @@ def number_problem(text: str, kind: str) -> str | None:
     return None
 
 
-def scalar_type(schema: dict) -> str | None:
+def scalar_type(schema: dict[str, t.Any]) -> str | None:
     """The type of a parameter's values: its own, or its items' for an array."""
     if schema.get("type") == "array":
         return (schema.get("items") or {}).get("type")
@@ -442,7 +446,7 @@ def with_defaults(value: t.Any, schema: t.Any) -> t.Any:
     return out if changed else value
 
 
-def discriminated_index(value: dict, schema: dict) -> int | None:
+def discriminated_index(value: dict[str, t.Any], schema: dict[str, t.Any]) -> int | None:
     """The index of the variant of a discriminated `oneOf` the value's discriminator names."""
     if "oneOf" not in schema or "discriminator" not in schema:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jwt
@@ -316,7 +317,7 @@ def _held(type_: str, name: str):
 
 
 ALICE = "user 'alice@acme.example'"
-SECTION_RECORDS = {
+SECTION_RECORDS: dict[str, dict[str, Any]] = {
     "users": {"email": DANA},
     "teams": {"name": "new-team"},
     "clusters": {"name": "new-cluster"},

@@ -25,6 +25,10 @@ WORKERS = 50
 TIMEOUT = 30.0  # seconds, for any one request and for a whole pool
 
 
+def _tagging(body: dict[str, Any]) -> Callable[[httpx.Client], httpx.Response]:
+    return lambda client: client.put("/artifact-versions/tags", json=body)
+
+
 def in_parallel(server, token: str, calls: list[Callable[[httpx.Client], httpx.Response]]):
     """Run each call on its own thread and connection, all released at once; the responses
     in the order of the calls."""
@@ -94,7 +98,7 @@ def test_concurrent_tagging_leaves_every_tag_on_exactly_one_version(
         }
         for i in range(40)
     ]
-    calls = [lambda c, body=body: c.put("/artifact-versions/tags", json=body) for body in bodies]
+    calls = [_tagging(body) for body in bodies]
     responses = in_parallel(server, token, calls)
     assert_no_5xx(responses)
     assert {r.status_code for r in responses} <= {200, 409}

@@ -108,7 +108,9 @@ def test_every_operation_but_the_bootstrap_requires_the_bearer_scheme(name):
         "bearerFormat": "JWT",
     }
     for operation in operations(name).values():
-        expected = [] if "bootstrap" in operation.get("tags", []) else [{"bearerAuth": []}]
+        expected: list[dict[str, list[str]]] = (
+            [] if "bootstrap" in operation.get("tags", []) else [{"bearerAuth": []}]
+        )
         assert operation.get("security", document["security"]) == expected
 
 

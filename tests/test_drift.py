@@ -136,16 +136,16 @@ def client_suite(url: str, target: PlatformMock, token: str) -> dict[str, httpx.
     gateway = OpenAI(
         base_url=url + "/gateway",
         api_key=token,
-        http_client=httpx.Client(verify=ssl_context()),
+        http_client=httpx.Client(verify=ssl_context()),  # type: ignore[arg-type]  # openai's types name its own httpx2
         max_retries=0,
     )
-    answers["model response"] = gateway.responses.with_raw_response.retrieve(
+    answers["model response"] = gateway.responses.with_raw_response.retrieve(  # type: ignore[assignment]
         "resp_0000000000000000000000000000demo"
     ).http_response
     try:
         gateway.responses.retrieve("resp_unknown")
     except APIStatusError as exc:
-        answers["unknown response"] = exc.response
+        answers["unknown response"] = exc.response  # type: ignore[assignment]
     return answers
 
 
@@ -306,6 +306,7 @@ def test_the_callers_credentials_reach_the_target(run: Run):
 
 def test_the_journal_keeps_both_directions_of_each_exchange(run: Run):
     session = run.proxy.journal.calls("getSession")[0]
+    assert isinstance(session, Exchange)
     assert (session.status, json.loads(session.response_body)["user"]["email"]) == (
         200,
         "alice@acme.example",
@@ -556,6 +557,7 @@ def test_an_answer_over_the_checked_size_is_passed_on_unchecked(platform, monkey
     headers = {"Authorization": f"Bearer {platform.coordinates.token}"}
     answer = asyncio.run(_through(proxy, "GET", f"{CONTROL_PLANE}/session", headers=headers))
     (exchange,) = proxy.journal
+    assert isinstance(exchange, Exchange)
     assert (answer.json()["user"]["email"], exchange.unchecked is not None) == (
         "alice@acme.example",
         True,

@@ -272,7 +272,7 @@ def proxied(planted, tmp_path_factory) -> Proxied:
     )
     try:
         assert process.stdout is not None
-        banner = []
+        banner: list[str] = []
         while not banner or banner[-1] != "Press Ctrl-C to stop.\n":
             line = process.stdout.readline()
             assert line, process.stderr.read() if process.stderr else ""

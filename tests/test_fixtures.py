@@ -388,9 +388,9 @@ def test_fresh_id_never_repeats_a_given_one():
 
 def test_reset_with_an_extra_document_that_cannot_enter_keeps_the_world():
     mock = PlatformMock()
-    mock.store.tokens.get_or_create(
-        mock.store.identity.caller("user", mock.store.identity.default_user().id), "kept", None
-    )
+    alice = mock.store.identity.caller("user", mock.store.identity.default_user().id)
+    assert alice is not None
+    mock.store.tokens.get_or_create(alice, "kept", None)
     before = dump(mock.store)
     alice_id = mock.store.identity.default_user().id
     clash = check({"users": [{"email": "x@acme.example", "id": alice_id}]}, "clash.yaml")
@@ -634,7 +634,9 @@ def test_misspelt_role_is_refused_naming_the_role_meant():
 
 def test_roles_of_the_schema_are_each_resource_types_admin_editor_and_viewer():
     grant = fixture_schema()["properties"]["grants"]["items"]["properties"]
-    types = re.fullmatch(r"\^\((.*)\):\.\+\$", grant["resource"]["pattern"]).group(1).split("|")
+    pattern = re.fullmatch(r"\^\((.*)\):\.\+\$", grant["resource"]["pattern"])
+    assert pattern is not None
+    types = pattern.group(1).split("|")
     assert grant["role"]["enum"] == [f"{t}-{level}" for t in types for level in LEVELS]
 
 

@@ -42,6 +42,7 @@ import yaml
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
+from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from mock_server import PlatformMock, catalog, errors, fixtures
 from mock_server.auth import Authenticator, Signer
@@ -52,7 +53,7 @@ from mock_server.state import Store
 pytestmark = pytest.mark.platform_mock(expect_violations=True)
 
 if TYPE_CHECKING:
-    from schemathesis.specs.openapi.schemas import OpenApiSchema
+    from schemathesis.generation.stateful.state_machine import APIStateMachine
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 SEED = 20260101  # schemathesis seed: each operation's Hypothesis seed is derived from it
@@ -412,7 +413,9 @@ def _linked_contract(links: dict[tuple[str, str], dict[str, Any]]) -> OpenApiSch
     targets = {link["operationId"] for named in links.values() for link in named.values()}
     sources = {operation_id for operation_id, _ in links}
     schema = schemathesis.openapi.from_dict(raw, config=LINKED_CONFIG)
-    return schema.include(operation_id=sorted(sources | targets))
+    included = schema.include(operation_id=sorted(sources | targets))
+    assert isinstance(included, OpenApiSchema)
+    return included
 
 
 class ContractModel:
@@ -454,7 +457,7 @@ class ContractModel:
         version_id = case.body.get("id") if isinstance(case.body, dict) else None
         if version_id in self.failed:
             assert status == 200, f"version {version_id} failed already: marking it again is 200"
-        elif status == 200:
+        elif status == 200 and version_id is not None:
             self.failed.add(version_id)
 
     def _applyArtifactVersionTags(self, case, status, response) -> None:
@@ -492,7 +495,7 @@ def _link_name(transition_id: str) -> str:
 
 def _state_machine(
     schema: OpenApiSchema, server: BackgroundServer, mock: PlatformMock, steps: Counter[str]
-) -> type:
+) -> type[APIStateMachine]:
     """Schemathesis' state machine over the schema's links, against the live mock, each
     scenario on a fresh world and each step also checked against `ContractModel`; `steps`
     counts the links followed with the data they carry."""

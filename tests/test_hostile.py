@@ -34,12 +34,8 @@ from mock_server import MockConfig, PlatformMock, cli, fixtures
 from mock_server.auth import ALGORITHM, ISSUER
 from mock_server.fixtures import dump
 from mock_server.http.hosts import HostGuard
-from mock_server.server import (
-    IDLE_SECONDS,
-    REQUEST_SECONDS,
-    BackgroundServer,
-    uvicorn_config,
-)
+from mock_server.http.protocol import REQUEST_SECONDS
+from mock_server.server import IDLE_SECONDS, BackgroundServer, uvicorn_config
 from tests.conftest import CONTROL_PLANE, assert_error, http_client, until_closed
 from tests.test_cli import SERVE_OUTPUT
 
@@ -166,7 +162,7 @@ class _Unwalkable(dict):
     def _walked(self, *_):
         raise AssertionError("a request walked every entry of the world's container")
 
-    __iter__ = values = items = keys = _walked  # type: ignore[assignment]
+    __iter__ = values = items = keys = _walked
 
 
 class _UnwalkableList(list):
@@ -466,7 +462,10 @@ def test_with_host_check_all_every_path_checks_the_host(open_server):
     ],
 )
 def test_a_server_bound_beyond_loopback_answers_at_its_own_address(host, local, own):
-    guard = HostGuard(lambda *_: None, "/__admin", [])
+    async def nothing(*_: Any) -> None:
+        return None
+
+    guard = HostGuard(nothing, "/__admin", [])
     assert guard.own_host(host, local) is own
 
 

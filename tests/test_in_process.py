@@ -25,7 +25,7 @@ def _runs_path(platform_mock: MockHandle) -> str:
 
 def test_in_process_answer_is_the_tcp_answer(platform_mock: MockHandle):
     path = _runs_path(platform_mock)
-    params = {"limit": 5, "order": "asc"}
+    params: dict[str, str | int] = {"limit": 5, "order": "asc"}
     with platform_mock.client() as inside:
         in_process = inside.get(path, params=params)
     with http_client(
@@ -163,7 +163,7 @@ def test_openai_reads_the_gateway_in_process(platform_mock: MockHandle):
     gateway = openai.OpenAI(
         base_url=platform_mock.gateway_url,
         api_key=platform_mock.token,
-        http_client=platform_mock.http_client(),
+        http_client=platform_mock.http_client(),  # type: ignore[arg-type]  # openai's types name its own httpx2
         max_retries=0,
     )
     assert gateway.responses.retrieve(DEMO).id == DEMO
@@ -174,7 +174,7 @@ def test_async_openai_reads_the_gateway_in_process(platform_mock: MockHandle):
         gateway = openai.AsyncOpenAI(
             base_url=platform_mock.gateway_url,
             api_key=platform_mock.token,
-            http_client=platform_mock.async_http_client(),
+            http_client=platform_mock.async_http_client(),  # type: ignore[arg-type]  # as above
             max_retries=0,
         )
         return (await gateway.responses.retrieve(DEMO)).id

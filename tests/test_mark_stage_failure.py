@@ -107,4 +107,5 @@ def test_a_failed_version_survives_a_state_dump_and_load(api, admin):
     (entry,) = [v for v in dumped["artifactVersions"] if v["id"] == version_id]
     assert entry["failed"] is True and entry["tags"] == []
     reloaded = new_store(0, [fixtures.check(dumped, "the dump")])
-    assert reloaded.artifacts.version(version_id).failed
+    version = reloaded.artifacts.version(version_id)
+    assert version is not None and version.failed

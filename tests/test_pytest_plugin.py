@@ -420,9 +420,12 @@ def test_clients_share_one_ssl_context(platform_mock, monkeypatch):
     platform_mock.client().close()  # the plugin's shared context exists from here on
     made = []
     create = ssl.create_default_context
-    monkeypatch.setattr(
-        ssl, "create_default_context", lambda *a, **k: made.append(a or k) or create(*a, **k)
-    )
+
+    def counted(*a, **k):
+        made.append(a or k)
+        return create(*a, **k)
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
     with platform_mock.client(), platform_mock.client(platform_mock.admin_token):
         pass
     assert made == []

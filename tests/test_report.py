@@ -11,6 +11,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -127,7 +128,7 @@ def fed(report: ContractReport, *entries: Entry) -> dict:
 
 
 def test_calls_and_statuses_are_counted_per_operation(report):
-    job_runs = {"path_params": {"jobId": JOB_ID}}
+    job_runs: dict[str, Any] = {"path_params": {"jobId": JOB_ID}}
     result = fed(
         report,
         entry("listJobRuns", JOB_RUNS_PATH, **job_runs),

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO
 
 import httpx
 import pytest
@@ -41,7 +42,7 @@ def session(
 ) -> str:
     """Run `serve --port 0 ARGS` (its stdout a pipe, or a terminal with `tty`), send the
     `requests`, stop it, and return what it printed after its banner, line endings as `\\n`."""
-    env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
+    environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
     json_lines = "json" in args  # the banner then goes to stderr, and is read there
     if tty:
         leader, follower = pty.openpty()
@@ -52,8 +53,9 @@ def session(
         [sys.executable, "-m", "mock_server", "serve", "--port", "0", *args],
         stdout=stdout,
         stderr=subprocess.PIPE if json_lines else subprocess.DEVNULL,
-        env=env,
+        env=environment,
     )
+    stream: IO[bytes]
     if tty:
         os.close(follower)
         stream = os.fdopen(leader, "rb", buffering=0)

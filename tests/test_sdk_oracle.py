@@ -136,11 +136,12 @@ def _secret_deployments(world: World) -> Iterator[bytes]:
 
 
 def _stage(world: World) -> Iterator[bytes]:
-    for type_, extra in [
+    kinds: list[tuple[str, dict[str, Any]]] = [
         ("artifact-version", {"metadata": {"rows": 10}}),
         ("model-version", {"framework": {"type": "transformers"}}),
         ("agent-skill", {"step": 3}),
-    ]:
+    ]
+    for type_, extra in kinds:
         manifest = {"type": type_, "name": "oracle", "ml_repo": "demo-repo", **extra}
         manifest["source"] = {"type": "truefoundry"}  # the SDK's own name for it
         yield world.ok(world.api.post("/artifact-versions/stage", json={"manifest": manifest}))
@@ -261,7 +262,7 @@ def _from_catalog(operation_id: str) -> Oracle | None:
     module, _, name = entry.client_model.partition(":")
     model = getattr(importlib.import_module(module), name)
     if entry.client_field:
-        model = pydantic.create_model(
+        model = pydantic.create_model(  # type: ignore[call-overload]  # a field named at run time
             f"{name}Envelope", __base__=_Envelope, **{entry.client_field: (model, ...)}
         )
     operation = contract.operations()[operation_id]

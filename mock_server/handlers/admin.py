@@ -15,11 +15,11 @@ from mock_server.journal import Entry
 from mock_server.version import __version__
 
 
-def health() -> dict:
+def health() -> dict[str, Any]:
     return {"status": "ok", "version": __version__}
 
 
-def reset(body: dict[str, Any] | None = None) -> dict:
+def reset(body: dict[str, Any] | None = None) -> dict[str, Any]:
     body = body or {}
     with _fixture_errors():
         extra = [
@@ -30,7 +30,7 @@ def reset(body: dict[str, Any] | None = None) -> dict:
     return {}
 
 
-def load_fixtures(body: Any) -> dict:
+def load_fixtures(body: Any) -> dict[str, Any]:
     with _fixture_errors():
         if isinstance(body, bytes):
             # YAML (validation let only UTF-8 text through), read as a fixture file is: each
@@ -81,7 +81,7 @@ def get_journal(
     status: int | None = None,
     test: str | None = None,
     violation: bool | None = None,
-) -> dict:
+) -> dict[str, Any]:
     try:
         found = [
             entry
@@ -108,17 +108,17 @@ def _counted_violation(entry: Entry) -> bool:
     return entry.violation and not entry.expected
 
 
-def clear_journal() -> dict:
+def clear_journal() -> dict[str, Any]:
     mock().journal.clear()
     return {}
 
 
-def start_test(body: dict[str, Any]) -> dict:
+def start_test(body: dict[str, Any]) -> dict[str, Any]:
     mock().journal.begin_test(body["test"], expecting=body["expectViolations"])
     return {}
 
 
-def end_test() -> dict:
+def end_test() -> dict[str, Any]:
     journal = mock().journal
     ended = journal.label
     journal.end_test()
@@ -127,11 +127,11 @@ def end_test() -> dict:
     return {"data": [entry.to_dict() for entry in broken]}
 
 
-def list_faults() -> dict:
+def list_faults() -> dict[str, Any]:
     return {"data": [rule.to_dict() for rule in mock().faults.rules()]}
 
 
-def add_fault(body: dict[str, Any]) -> tuple[dict, int]:
+def add_fault(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     try:
         rule = mock().faults.add(
             body["operationId"],
@@ -149,12 +149,12 @@ def add_fault(body: dict[str, Any]) -> tuple[dict, int]:
     return rule.to_dict(), 201
 
 
-def clear_faults() -> dict:
+def clear_faults() -> dict[str, Any]:
     mock().faults.clear()
     return {}
 
 
-def delete_fault(id_: str) -> dict:
+def delete_fault(id_: str) -> dict[str, Any]:
     if not mock().faults.remove(id_):
         raise errors.FaultNotFound(f"No fault rule with id {id_!r}")
     return {}
@@ -173,7 +173,7 @@ def create_world(body: dict[str, Any] | None = None) -> tuple[dict[str, Any], in
     return worlds.create((body or {}).get("seed")), 201
 
 
-def delete_world(id_: str) -> dict:
+def delete_world(id_: str) -> dict[str, Any]:
     worlds = mock().worlds
     if worlds is None or not worlds.remove(id_):
         raise errors.WorldNotFound(f"No world with id {id_!r} is served beside this mock")

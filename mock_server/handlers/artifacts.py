@@ -13,7 +13,7 @@ def stage_version(body: dict[str, Any]) -> dict[str, str]:
     return render.staged_version(store().artifacts.stage(caller(), body["manifest"]))
 
 
-def apply_tags(body: dict[str, Any]) -> dict:
+def apply_tags(body: dict[str, Any]) -> dict[str, Any]:
     store().artifacts.apply_tags(
         caller(),
         body["artifact_version_id"],
@@ -23,6 +23,6 @@ def apply_tags(body: dict[str, Any]) -> dict:
     return {}
 
 
-def mark_stage_failure(body: dict[str, Any]) -> dict:
+def mark_stage_failure(body: dict[str, Any]) -> dict[str, Any]:
     store().artifacts.mark_stage_failure(caller(), body["id"])
     return {}

@@ -16,6 +16,6 @@ def list_deployments(body: dict[str, Any], *, limit: int, offset: int) -> dict[s
     return render.page(page.items, page.total, page.offset, page.limit, render.deployment)
 
 
-def delete_group(id_: str, *, force_delete: bool) -> dict:
+def delete_group(id_: str, *, force_delete: bool) -> dict[str, Any]:
     store().secrets.delete_group(caller(), id_, force_delete=force_delete)
     return {}

@@ -164,12 +164,13 @@ def middlewares(mock: Mock) -> list[Any]:
 # application of the user's, in the same process) is validated every time, as before.
 _VALIDATED: set[bytes] = set()  # digests of the mock's documents Connexion has validated
 _OWN_DOCUMENTS: contextvars.ContextVar[bool] = contextvars.ContextVar("own", default=False)
-_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__  # type: ignore[attr-defined]
+_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__
 
 
 def _validate_spec_once(cls: type[OpenAPISpecification], spec: dict[str, Any]) -> None:
     if not _OWN_DOCUMENTS.get():
-        return _connexion_validate_spec(cls, spec)
+        _connexion_validate_spec(cls, spec)
+        return
     digest = hashlib.sha256(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)).digest()
     if digest not in _VALIDATED:
         _connexion_validate_spec(cls, spec)
@@ -177,7 +178,7 @@ def _validate_spec_once(cls: type[OpenAPISpecification], spec: dict[str, Any]) -
     return None
 
 
-OpenAPISpecification._validate_spec = classmethod(_validate_spec_once)  # type: ignore[method-assign, assignment]
+OpenAPISpecification._validate_spec = classmethod(_validate_spec_once)
 
 
 def build_connexion_app(mock: Mock) -> connexion.FlaskApp:
@@ -211,7 +212,7 @@ def build_connexion_app(mock: Mock) -> connexion.FlaskApp:
     middleware = app.middleware
     middleware.app, middleware.middleware_stack = middleware._build_middleware_stack()
     rules = plan_views(app.app, mock)
-    app.app.request_context = _routed_context(app.app, rules)  # type: ignore[method-assign]
+    app.app.request_context = _routed_context(app.app, rules)
     wsgi.install(app, environ_from=lambda scope: {ROUTED: _rule_of(scope, rules)})
     return app
 
@@ -219,7 +220,8 @@ def build_connexion_app(mock: Mock) -> connexion.FlaskApp:
 def argument_name(passed: str) -> str:
     """A handler's argument for a parameter of the spec: snake_case, with what an identifier
     cannot hold stripped and `_` after a builtin (`sortBy` is `sort_by`, `id` is `id_`)."""
-    return pythonic(passed)
+    name: str = pythonic(passed)
+    return name
 
 
 class PlannedView:

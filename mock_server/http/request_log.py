@@ -348,7 +348,7 @@ class Outlet(io.TextIOBase):
         return True
 
 
-class LoopFlushedHandler(logging.StreamHandler):
+class LoopFlushedHandler(logging.StreamHandler[IO[str]]):
     """A stream handler that, on an event loop, flushes once the loop has run what is ready
     rather than after each record: under load one write carries many lines, which spares a
     system call and a wake-up of the reader per request, and at rest a line still leaves

@@ -10,4 +10,5 @@ from starlette.types import Scope
 def operation_id(scope: Scope) -> str | None:
     """The operationId Connexion's routing chose for the request; None before routing, or
     when no operation of the specs matched."""
-    return scope.get("extensions", {}).get(ROUTING_CONTEXT, {}).get("operation_id")
+    found: str | None = scope.get("extensions", {}).get(ROUTING_CONTEXT, {}).get("operation_id")
+    return found

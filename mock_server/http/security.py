@@ -17,7 +17,7 @@ def security_map(authenticator: Authenticator) -> dict[str, type]:
     platform tokens, or the admin token where the scheme is marked `x-platform-mock-admin`."""
 
     class PlatformBearer(BearerSecurityHandler):
-        def get_fn(self, security_scheme: dict, required_scopes: Any) -> Any:
+        def get_fn(self, security_scheme: dict[str, Any], required_scopes: Any) -> Any:
             if security_scheme.get("x-platform-mock-admin"):
                 return lambda request: authenticator.authenticate_admin(
                     request.headers.get("Authorization")

@@ -74,14 +74,14 @@ class RepeatedKeysURIParser(OpenAPIURIParser):
     `?triggeredBy=a,b` names one slug, `a,b`)."""
 
     @staticmethod
-    def _resolve_param_duplicates(values: t.Any, param_defn: dict, _in: str) -> t.Any:
+    def _resolve_param_duplicates(values: t.Any, param_defn: dict[str, t.Any], _in: str) -> t.Any:
         style = param_defn.get("style", OpenAPIURIParser.style_defaults[_in])
         if _in == "query" and style == "form" and param_defn.get("explode", True):
             return list(values)
         return OpenAPIURIParser._resolve_param_duplicates(values, param_defn, _in)
 
     @staticmethod
-    def _split(value: t.Any, param_defn: dict, _in: str) -> t.Any:
+    def _split(value: t.Any, param_defn: dict[str, t.Any], _in: str) -> t.Any:
         if isinstance(value, list):  # the repeated keys, kept as they came
             return value
         return OpenAPIURIParser._split(value, param_defn, _in)
@@ -186,7 +186,7 @@ class ParameterValidator(ConnexionParameterValidator):
         return arguments
 
     @staticmethod
-    def _check(location: str, param: dict, value: t.Any) -> list[Detail]:
+    def _check(location: str, param: dict[str, t.Any], value: t.Any) -> list[Detail]:
         name = param["name"]
         if value is None:
             if param.get("required"):
@@ -195,7 +195,7 @@ class ParameterValidator(ConnexionParameterValidator):
         return violations(compiled(param.get("schema", {})), value, location, (name,))
 
 
-def _typed(value: t.Any, schema: dict) -> t.Any:
+def _typed(value: t.Any, schema: dict[str, t.Any]) -> t.Any:
     """A valid parameter value as the handler takes it: `number`s as floats, as Connexion
     passes them."""
     if schema.get("nullable") and value is None:
@@ -465,7 +465,8 @@ class JSONResponseValidator(JSONResponseBodyValidator):
         # `Allow`): its status and headers are checked as ever, there is no body to check.
         if self._scope["method"] == "HEAD":
             return send
-        return super().wrap_send(send)
+        wrapped: Send = super().wrap_send(send)
+        return wrapped
 
     def _parse(self, stream: t.Generator[bytes, None, None]) -> t.Any:
         body = b"".join(stream)
@@ -506,9 +507,9 @@ def _response_type(value: bytes) -> tuple[str, str]:
 
 
 class _ResponsePlan(t.NamedTuple):
-    definition: dict  # the documented response, for its required headers
+    definition: dict[str, t.Any]  # the documented response, for its required headers
     requires_headers: bool
-    schema: dict
+    schema: dict[str, t.Any]
     nullable: bool
 
 

@@ -169,10 +169,10 @@ class Artifacts(Area):
         }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
-    def load_ml_repo(self, r: dict) -> None:
+    def load_ml_repo(self, r: dict[str, Any]) -> None:
         self.add_ml_repo(r["name"], storage_root=r.get("storageRoot"), repo_id=r.get("id"))
 
-    def load_version(self, r: dict) -> None:
+    def load_version(self, r: dict[str, Any]) -> None:
         # Through the front door: the manifest is checked as the API checks a staging request.
         schema = contract.component(contract.CONTROL_PLANE_SPEC, "ArtifactVersionManifest")
         problems = violations(compiled(schema), r["manifest"], "manifest", ("manifest",))

@@ -230,7 +230,7 @@ class Deployments(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_application(self, r: dict) -> None:
+    def load_application(self, r: dict[str, Any]) -> None:
         identity = self.identity
         if "generate" in r:
             self.generate_applications(

@@ -120,7 +120,7 @@ class Gateway(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_response(self, r: dict) -> None:
+    def load_response(self, r: dict[str, Any]) -> None:
         if "response" in r:
             problems = violations(response_schema(), r["response"], "response")
             if problems:

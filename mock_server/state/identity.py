@@ -361,7 +361,7 @@ class Identity(Area):
         }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
-    def load_tenant(self, tenant: str | dict) -> None:
+    def load_tenant(self, tenant: str | dict[str, Any]) -> None:
         name, tenant_id = (
             (tenant, None) if isinstance(tenant, str) else (tenant["name"], tenant.get("id"))
         )
@@ -376,33 +376,33 @@ class Identity(Area):
                 "may restate it, not change it"
             )
 
-    def load_user(self, r: dict) -> None:
+    def load_user(self, r: dict[str, Any]) -> None:
         self.add_subject(
             "user", r["email"], display_name=r.get("displayName"), subject_id=r.get("id")
         )
 
-    def load_team(self, r: dict) -> None:
+    def load_team(self, r: dict[str, Any]) -> None:
         self.add_subject("team", r["name"], subject_id=r.get("id"), members=r.get("members", []))
 
-    def load_virtual_account(self, r: dict) -> None:
+    def load_virtual_account(self, r: dict[str, Any]) -> None:
         self.add_subject("virtualaccount", r["name"], subject_id=r.get("id"))
 
-    def load_agent(self, r: dict) -> None:
+    def load_agent(self, r: dict[str, Any]) -> None:
         self.add_subject("agent", r["name"], subject_id=r.get("id"))
 
-    def load_cluster(self, r: dict) -> None:
+    def load_cluster(self, r: dict[str, Any]) -> None:
         self.add_resource("cluster", r["name"], fqn=r["name"], resource_id=r.get("id"))
 
-    def load_workspace(self, r: dict) -> None:
+    def load_workspace(self, r: dict[str, Any]) -> None:
         cluster = self.resource_named("cluster", r["cluster"])
         self.add_resource(
             "workspace", r["name"], fqn=f"{cluster.fqn}:{r['name']}", resource_id=r.get("id")
         )
 
-    def load_resource(self, r: dict) -> None:
+    def load_resource(self, r: dict[str, Any]) -> None:
         self.add_resource(r["type"], r["name"], fqn=r.get("fqn"), resource_id=r.get("id"))
 
-    def load_grant(self, r: dict) -> None:
+    def load_grant(self, r: dict[str, Any]) -> None:
         subject = self.subject_named(*_split_reference(r["subject"]))
         resource = self.resource_named(*_split_reference(r["resource"]))
         self.add_grant(subject, r["role"], resource)

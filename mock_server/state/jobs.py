@@ -170,7 +170,7 @@ class Jobs(Area):
         return cached
 
     # -- fixtures: a job's runs, read and written side by side (inside `applications`) ----
-    def load_runs(self, application: Application, records: list[dict]) -> None:
+    def load_runs(self, application: Application, records: list[dict[str, Any]]) -> None:
         users: dict[str | None, Subject] = {}  # a job may have 100,000 runs by a few users
         for run in records:
             if "generate" in run:
@@ -219,7 +219,7 @@ class Jobs(Area):
         return records
 
 
-def _union(index: dict[Any, set[str]], values: list) -> set[str]:
+def _union(index: dict[Any, set[str]], values: list[Any]) -> set[str]:
     return set().union(*(index.get(value, set()) for value in values))
 
 

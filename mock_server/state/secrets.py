@@ -103,7 +103,7 @@ class Secrets(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_group(self, r: dict) -> None:
+    def load_group(self, r: dict[str, Any]) -> None:
         integration = r["integration"]
         group = self.add_group(
             r["name"],

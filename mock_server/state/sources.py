@@ -109,7 +109,7 @@ class Sources:
         `unique.lexify` would give, at a tenth of its cost: a job has up to 100,000 runs)."""
         while True:
             number = self._faker_random.randrange(26**5)
-            word = _THREE_LETTERS[number // 676] + _TWO_LETTERS[number % 676]
+            word: str = _THREE_LETTERS[number // 676] + _TWO_LETTERS[number % 676]
             if word not in self.words and word not in self._words_before:
                 self.words.add(word)
                 return word

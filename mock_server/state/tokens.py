@@ -174,7 +174,7 @@ class Tokens(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_token(self, r: dict) -> None:
+    def load_token(self, r: dict[str, Any]) -> None:
         caller = self.identity.subject_by_reference(r["owner"]).caller()
         created_at, last_accessed_at = r.get("createdAt"), r.get("lastAccessedAt")
         issued = self.get_or_create(
