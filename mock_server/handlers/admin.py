@@ -11,14 +11,17 @@ from mock_server import errors, fixtures
 from mock_server.faults import FaultRefused
 from mock_server.handlers import render
 from mock_server.handlers.context import mock
+from mock_server.handlers.operation import operation
 from mock_server.journal import Entry
 from mock_server.version import __version__
 
 
+@operation("adminHealth")
 def health() -> dict[str, Any]:
     return {"status": "ok", "version": __version__}
 
 
+@operation("adminReset")
 def reset(body: dict[str, Any] | None = None) -> dict[str, Any]:
     body = body or {}
     with _fixture_errors():
@@ -30,6 +33,7 @@ def reset(body: dict[str, Any] | None = None) -> dict[str, Any]:
     return {}
 
 
+@operation("adminLoadFixtures")
 def load_fixtures(body: Any) -> dict[str, Any]:
     with _fixture_errors():
         if isinstance(body, bytes):
@@ -55,6 +59,7 @@ def _fixture_errors() -> Iterator[None]:
         ) from None
 
 
+@operation("adminMintToken")
 def mint_token(body: dict[str, Any] | None = None) -> dict[str, Any]:
     """A development token for a subject of the current world, named as `platform-mock token
     --subject` and the pytest plugin's `token_for` name one: after a re-seed or a fixture
@@ -72,10 +77,12 @@ def mint_token(body: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"token": mock().auth.dev_token(subject), "subject": render.subject_reference(subject)}
 
 
+@operation("adminGetState")
 def get_state() -> dict[str, Any]:
     return fixtures.dump(mock().store)
 
 
+@operation("adminGetJournal")
 def get_journal(
     operation_id: str | None = None,
     status: int | None = None,
@@ -108,16 +115,19 @@ def _counted_violation(entry: Entry) -> bool:
     return entry.violation and not entry.expected
 
 
+@operation("adminClearJournal")
 def clear_journal() -> dict[str, Any]:
     mock().journal.clear()
     return {}
 
 
+@operation("adminStartTest")
 def start_test(body: dict[str, Any]) -> dict[str, Any]:
     mock().journal.begin_test(body["test"], expecting=body["expectViolations"])
     return {}
 
 
+@operation("adminEndTest")
 def end_test() -> dict[str, Any]:
     journal = mock().journal
     ended = journal.label
@@ -127,10 +137,12 @@ def end_test() -> dict[str, Any]:
     return {"data": [entry.to_dict() for entry in broken]}
 
 
+@operation("adminListFaults")
 def list_faults() -> dict[str, Any]:
     return {"data": [rule.to_dict() for rule in mock().faults.rules()]}
 
 
+@operation("adminAddFault")
 def add_fault(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     try:
         rule = mock().faults.add(
@@ -149,21 +161,25 @@ def add_fault(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     return rule.to_dict(), 201
 
 
+@operation("adminClearFaults")
 def clear_faults() -> dict[str, Any]:
     mock().faults.clear()
     return {}
 
 
+@operation("adminDeleteFault")
 def delete_fault(id_: str) -> dict[str, Any]:
     if not mock().faults.remove(id_):
         raise errors.FaultNotFound(f"No fault rule with id {id_!r}")
     return {}
 
 
+@operation("adminGetReport")
 def get_report() -> dict[str, Any]:
     return mock().report.to_dict()
 
 
+@operation("adminCreateWorld")
 def create_world(body: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
     worlds = mock().worlds
     if worlds is None:
@@ -173,6 +189,7 @@ def create_world(body: dict[str, Any] | None = None) -> tuple[dict[str, Any], in
     return worlds.create((body or {}).get("seed")), 201
 
 
+@operation("adminDeleteWorld")
 def delete_world(id_: str) -> dict[str, Any]:
     worlds = mock().worlds
     if worlds is None or not worlds.remove(id_):

@@ -10,9 +10,15 @@ import orjson
 from mock_server import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import Answer, current, store
+from mock_server.handlers.operation import Example, operation
 from mock_server.validation import read_json
 
 
+@operation(
+    "getModelResponse",
+    Example("GET", "/responses/{id}", params={"id": "resp_0000000000000000000000000000demo"}),
+    {400: errors.InvalidMetadataHeader, 404: errors.ModelResponseNotFound},
+)
 def get_response(
     id_: str,
     *,

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from mock_server import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
+from mock_server.handlers.operation import Example, operation
 
 
+@operation(
+    "listJobRuns",
+    Example("GET", "/api/svc/v1/jobs/{jobId}/runs", params={"jobId": "<application:trainer>"}),
+    {403: errors.PermissionDenied, 404: errors.JobNotFound, 422: errors.NotAJob},
+)
 def list_runs(
     job_id: str,
     *,

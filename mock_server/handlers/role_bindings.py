@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from mock_server import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import store
+from mock_server.handlers.operation import Example, operation
 
 
+@operation(
+    "generateRoleBindingManifests",
+    Example(
+        "GET",
+        "/api/svc/v1/role-bindings/generate-manifest",
+        query={"subjectType": "user", "subjectId": "<user:alice@acme.example>"},
+    ),
+    {400: errors.InvalidRoleBindingQuery, 404: errors.RoleBindingTargetNotFound},
+)
 def generate_manifests(
     *,
     include_only_tenant_roles: bool,  # Connexion fills in the spec's default

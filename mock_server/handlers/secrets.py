@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from mock_server import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
+from mock_server.handlers.operation import Example, operation
 
 
+@operation(
+    "listSecretDeployments",
+    Example(
+        "POST",
+        "/api/svc/v1/secrets/deployments",
+        body={"secretIds": ["<secret:llm-keys/OPENAI_API_KEY>", "<secret:llm-keys/HF_TOKEN>"]},
+    ),
+)
 def list_deployments(body: dict[str, Any], *, limit: int, offset: int) -> dict[str, Any]:
     # limit and offset: Connexion fills in the spec's defaults.
     page = store().deployments.active_for_secrets(
@@ -16,6 +26,15 @@ def list_deployments(body: dict[str, Any], *, limit: int, offset: int) -> dict[s
     return render.page(page.items, page.total, page.offset, page.limit, render.deployment)
 
 
+@operation(
+    "deleteSecretGroup",
+    Example("DELETE", "/api/svc/v1/secret-groups/{id}", params={"id": "<secret-group:llm-keys>"}),
+    {
+        403: errors.PermissionDenied,
+        404: errors.SecretGroupNotFound,
+        424: errors.SecretIntegrationUnavailable,
+    },
+)
 def delete_group(id_: str, *, force_delete: bool) -> dict[str, Any]:
     store().secrets.delete_group(caller(), id_, force_delete=force_delete)
     return {}

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mock_server import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, current, store
+from mock_server.handlers.operation import Example, operation
 
 # The oldest client versions the platform serves: every published one. Refreshing a login
 # through the auth server (`useSFYServerAuthAPIs` false) is never needed: the mock's tokens
@@ -20,14 +22,33 @@ CLIENT_CONFIG = {
 }
 
 
+@operation(
+    "getSession",
+    Example("GET", "/api/svc/v1/session"),
+    client_model="truefoundry_sdk.types:Session",
+    client_field="user",
+)
 def get_session() -> dict[str, Any]:
     return render.session(store().identity.session(caller()))
 
 
+# The two operations a client asks before it has a token: their client is the platform's
+# library (`truefoundry`), whose models the tests read them with in its own environment.
+@operation(
+    "getMinCliVersion",
+    Example("GET", "/api/svc/v1/min-cli-version"),
+    client_model="truefoundry.common.entities:PythonSDKConfig",
+)
 def min_cli_version() -> dict[str, Any]:
     return dict(CLIENT_CONFIG)
 
 
+@operation(
+    "getTenantId",
+    Example("GET", "/api/svc/v1/tenant-id", query={"hostName": "127.0.0.1:8080"}),
+    {404: errors.TenantNotFound},
+    client_model="truefoundry.common.entities:TenantInfo",
+)
 def tenant_id(host_name: str) -> dict[str, str]:
     tenant = store().identity.tenant_of_host(host_name)
     return {"tenantName": tenant.name, "auth_server_url": own_url()}

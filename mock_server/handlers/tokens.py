@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from mock_server import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
+from mock_server.handlers.operation import Example, operation
 
 
+@operation(
+    "getOrCreatePersonalAccessToken",
+    Example("GET", "/api/svc/v1/personal-access-tokens/{name}", params={"name": "ci"}),
+    {400: errors.InvalidTeam},
+)
 def get_or_create(name: str, team_name: str | None = None) -> dict[str, Any]:
     return render.issued_token(store().tokens.get_or_create(caller(), name, team_name))

@@ -1,0 +1,155 @@
+"""What a handler declares of its operation beyond the contract: its catalog entry.
+
+Each handler carries its entry (`@operation(...)`): the operation it serves, a valid example
+request in the default world (`fixtures/default.yaml`), the error condition of each error
+status of its own (those every operation of its kind documents are the catalog's to
+derive), and the platform client's model of its success body. `mock_server.catalog`
+gathers the entries of every handler module.
+
+An example names objects of the world by reference, `<kind:name>` (see `KINDS`), and is
+filled with their ids for a given store: ids depend on the world's seed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from mock_server.errors import PlatformError
+from mock_server.state import Store
+
+DEFAULT_CALLER = "alice@acme.example"  # the tenant admin of the default world
+
+
+def _artifact_version(store: Store, name: str) -> str:
+    artifact_name, _, version = name.rpartition("/")
+    artifact = next(a for a in store.world.artifacts.values() if a.name == artifact_name)
+    return artifact.versions[int(version)]
+
+
+def _secret(store: Store, name: str) -> str:
+    group, _, key = name.partition("/")
+    secret = next(s for s in store.secrets.group_named(group).secrets.values() if s.key == key)
+    return secret.id
+
+
+# How a reference `<kind:name>` is read in a store: the id of the object of that kind and name.
+KINDS: dict[str, Callable[[Store, str], str]] = {
+    "user": lambda store, email: store.identity.subject_named("user", email).id,
+    "team": lambda store, name: store.identity.subject_named("team", name).id,
+    "secret-group": lambda store, name: store.secrets.group_named(name).resource.id,
+    "secret": _secret,  # group/KEY
+    "application": lambda store, name: store.deployments.application_named(name).id,
+    "artifact-version": _artifact_version,  # artifact/version number
+}
+REFERENCE = re.compile(r"<([a-z-]+):([^<>]+)>")
+
+
+def fill_text(text: str, store: Store) -> str:
+    """The text with every reference `<kind:name>` replaced by the id it names in the store."""
+    return REFERENCE.sub(lambda found: KINDS[found[1]](store, found[2]), text)
+
+
+def fill(value: Any, store: Store) -> Any:
+    """A JSON value with the references in its strings filled (keys are kept as they are)."""
+    if isinstance(value, str):
+        return fill_text(value, store)
+    if isinstance(value, list):
+        return [fill(item, store) for item in value]
+    if isinstance(value, dict):
+        return {key: fill(item, store) for key, item in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class Request:
+    """An example filled for one store: what a client sends."""
+
+    method: str
+    path: str  # percent-encoded, under the root of its document's server
+    query: dict[str, Any]
+    body: Any  # the JSON body, or None
+    caller: str  # the e-mail of the user whose development token sends it
+
+
+@dataclass(frozen=True)
+class Example:
+    """A valid request of an operation in the default world, answered 200."""
+
+    method: str
+    path: str  # the spec's path template
+    params: Mapping[str, str] = field(default_factory=dict)  # path parameters
+    query: Mapping[str, Any] = field(default_factory=dict)
+    body: Any = None
+    caller: str = DEFAULT_CALLER  # the e-mail of the user whose development token sends it
+
+    def request(self, store: Store) -> Request:
+        """The request filled with the ids of the objects it names in this store."""
+        filled = {
+            name: quote(fill_text(value, store), safe="") for name, value in self.params.items()
+        }
+        return Request(
+            self.method,
+            self.path.format_map(filled),
+            fill(dict(self.query), store),
+            fill(self.body, store),
+            self.caller,
+        )
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the mock knows of one operation beyond its contract."""
+
+    handler: Callable[..., Any]
+    # None only for the admin API, which no generic suite of the platform API sends.
+    example: Example | None = None
+    # Each error status -> the condition the operation answers with (and a fault injects):
+    # as declared, its own; in the catalog, with the generic ones derived from its contract.
+    # Empty for the admin API, which faults never touch.
+    errors: dict[int, type[PlatformError]] = field(default_factory=dict)
+    # The platform client's model of the success body, as `module:Name` (e.g.
+    # `truefoundry_sdk.types:ListJobRunResponse`): the oracle the test suite reads every such
+    # body with. Empty where the suite has an oracle of its own (tests/test_sdk_oracle.py).
+    client_model: str = ""
+    # The top-level field of the body the model reads, where the client models only that.
+    client_field: str = ""
+
+
+ENTRY = "platform_mock_operation"  # the attribute of a handler holding its (operationId, Entry)
+H = TypeVar("H", bound=Callable[..., Any])
+
+
+def operation(
+    operation_id: str,
+    example: Example | None = None,
+    errors: Mapping[int, type[PlatformError]] | None = None,
+    *,
+    client_model: str = "",
+    client_field: str = "",
+) -> Callable[[H], H]:
+    """Declare the function below the handler of `operation_id`, with its entry's facts:
+    `errors` holds the conditions of its own error statuses (the generic ones, such as 400
+    for a request that breaks the contract, are derived from its contract)."""
+
+    def declared(handler: H) -> H:
+        entry = Entry(handler, example, dict(errors or {}), client_model, client_field)
+        setattr(handler, ENTRY, (operation_id, entry))
+        return handler
+
+    return declared
+
+
+def declared(module: object) -> dict[str, Entry]:
+    """The entries the handlers of a module declare, by operationId."""
+    found: dict[str, Entry] = {}
+    for value in vars(module).values():
+        pair = getattr(value, ENTRY, None)
+        if pair is not None:
+            operation_id, entry = pair
+            assert operation_id not in found, f"{operation_id} is declared twice"
+            found[operation_id] = entry
+    return found
