@@ -2,8 +2,9 @@
 
 Every error the mock returns, whatever raised it (the state layer, auth, request validation,
 routing), is rendered by `error_body` into the platform error body
-`{"statusCode", "message", "code", "details"}`. The table of conditions is also written into
-`spec/control-plane.yaml` (`info.description`) and the README; a test keeps the three in step.
+`{"statusCode", "message", "code", "details"}`. The table of conditions in
+`spec/control-plane.yaml` (`info.description`) and in the README is written from these
+classes (`python -m tests.tables`), and a test fails while either differs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ class PlatformError(Exception):
     status: ClassVar[int] = 500
     code: ClassVar[int] = 50001
     default_message: ClassVar[str] = "Internal error"
+    # The row of the error tables (the spec's and the README's, written from these classes by
+    # `python -m tests.tables`): when the condition holds.
+    condition: ClassVar[str] = ""
     # Whether the condition means the request itself broke the contract (wrong shape, unknown
     # route or method, no usable bearer token, unsupported body), not a rule of the platform:
     # the journal and the contract report count these as violations.
@@ -40,12 +44,17 @@ def error_body(
 # 400
 class InvalidRequest(PlatformError):
     status, code = 400, 40001
+    condition = (
+        "request breaks the contract (type, range, pattern, enum, unknown query parameter, "
+        "malformed JSON, missing required field)"
+    )
     violation = True
     default_message = "Request does not conform to the API contract"
 
 
 class InvalidRoleBindingQuery(PlatformError):
     status, code = 400, 40002
+    condition = "role-binding query gives both modes, neither, or half of one"
     default_message = (
         "Give exactly one mode: resourceType with resourceId, or subjectType with subjectId"
     )
@@ -53,128 +62,154 @@ class InvalidRoleBindingQuery(PlatformError):
 
 class InvalidTeam(PlatformError):
     status, code = 400, 40003
+    condition = "teamName names no team the caller belongs to"
     default_message = "teamName does not name a team the caller belongs to"
 
 
 class InvalidMetadataHeader(PlatformError):
     status, code = 400, 40004
+    condition = "x-platform-metadata header is not a JSON object"
     default_message = "x-platform-metadata must be a JSON object encoded as a string"
 
 
 class InvalidFaultRequest(PlatformError):
     status, code = 400, 40005
+    condition = "Prefer header asks for a fault the operation does not document"
     default_message = "Prefer header asks for a fault the contract does not allow"
 
 
 class UnparsableRequest(PlatformError):
     status, code = 400, 40006
+    condition = "request is not valid HTTP, or its request line is over 64 KiB"
     default_message = "Request is not valid HTTP (or its request line is over 64 KiB)"
 
 
 # 401
 class MissingToken(PlatformError):
     status, code = 401, 40101
+    condition = "missing bearer token"
     violation = True
     default_message = "No bearer token: send 'Authorization: Bearer <token>'"
 
 
 class MalformedToken(PlatformError):
     status, code = 401, 40102
+    condition = "malformed bearer token"
     violation = True
     default_message = "Bearer token is not a well-formed JWT"
 
 
 class ExpiredToken(PlatformError):
     status, code = 401, 40103
+    condition = "expired or not-yet-valid token"
     default_message = "Bearer token is expired or not yet valid"
 
 
 class BadTokenSignature(PlatformError):
     status, code = 401, 40104
+    condition = "bad signature or disallowed algorithm"
     default_message = "Bearer token signature or algorithm is not accepted"
 
 
 class UnknownTokenSubject(PlatformError):
     status, code = 401, 40105
+    condition = "token subject unknown, or token revoked"
     default_message = "Bearer token names no known subject, or has been revoked"
 
 
 # 403
 class PermissionDenied(PlatformError):
     status, code = 403, 40301
+    condition = "caller lacks the grant for the operation"
     default_message = "Caller lacks the grant for this operation"
 
 
 class ForeignHost(PlatformError):
     status, code = 403, 40302
+    condition = (
+        "the Host is not a name of this server (admin API; every path with `--host-check all`)"
+    )
     default_message = "The request's Host is not a name of this server"
 
 
 class CrossOrigin(PlatformError):
     status, code = 403, 40303
+    condition = "a web page of another origin sent the request (admin API)"
     default_message = "The admin API does not answer a web page of another origin"
 
 
 # 404
 class RouteNotFound(PlatformError):
     status, code = 404, 40401
+    condition = "no route for the path"
     violation = True
     default_message = "No route for this path"
 
 
 class RoleBindingTargetNotFound(PlatformError):
     status, code = 404, 40402
+    condition = "resource or subject not found (role bindings)"
     default_message = "Resource or subject not found"
 
 
 class MlRepoNotFound(PlatformError):
     status, code = 404, 40403
+    condition = "ML repo not found"
     default_message = "ML repo not found"
 
 
 class ArtifactVersionNotFound(PlatformError):
     status, code = 404, 40404
+    condition = "artifact version not found"
     default_message = "Artifact version not found"
 
 
 class SecretGroupNotFound(PlatformError):
     status, code = 404, 40405
+    condition = "secret group not found"
     default_message = "Secret group not found"
 
 
 class JobNotFound(PlatformError):
     status, code = 404, 40406
+    condition = "job not found"
     default_message = "Job not found"
 
 
 class ModelResponseNotFound(PlatformError):
     status, code = 404, 40407
+    condition = "model response not found"
     default_message = "Model response not found"
 
 
 class FaultNotFound(PlatformError):
     status, code = 404, 40408
+    condition = "fault rule not found (admin API)"
     default_message = "No fault rule with this id"
 
 
 class SubjectNotFound(PlatformError):
     status, code = 404, 40409
+    condition = "subject to mint a token for not found (admin API)"
     default_message = "No subject by this name in the world"
 
 
 class WorldNotFound(PlatformError):
     status, code = 404, 40410
+    condition = "world not found, or none served beside this mock (admin API)"
     default_message = "No world with this id is served beside this mock"
 
 
 class TenantNotFound(PlatformError):
     status, code = 404, 40411
+    condition = "no tenant serves the host name (a world without fixtures)"
     default_message = "No tenant serves this host name: the world has no tenant yet"
 
 
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501
+    condition = "method not allowed on the path"
     violation = True
     default_message = "Method not allowed on this path"
 
@@ -182,51 +217,62 @@ class MethodNotAllowed(PlatformError):
 # 408
 class RequestTimeout(PlatformError):
     status, code = 408, 40801
+    condition = "the request did not arrive in full within 30 seconds of its first byte"
     default_message = "The request did not arrive in full in time"
 
 
 # 409
 class TagInUse(PlatformError):
     status, code = 409, 40901
+    condition = "tag already on another version of the artifact (no force)"
     default_message = "Tag is already on another version of this artifact; use force to move it"
 
 
 class ArtifactVersionExists(PlatformError):
     status, code = 409, 40902
+    condition = "artifact version number already exists"
     default_message = "This version of the artifact already exists"
 
 
 class ArtifactVersionFailed(PlatformError):
     status, code = 409, 40903
+    condition = "artifact version failed staging and takes no tags"
     default_message = "This artifact version failed staging and takes no tags"
 
 
 # 413, 415
 class PayloadTooLarge(PlatformError):
     status, code = 413, 41301
+    condition = "request body larger than 1 MiB"
     violation = True
     default_message = "Request body is larger than 1 MiB"
 
 
 class UnsupportedMediaType(PlatformError):
     status, code = 415, 41501
+    condition = "request body not application/json in UTF-8"
     violation = True
     default_message = "Request body must be sent as Content-Type: application/json"
 
 
 class HeadersTooLarge(PlatformError):
     status, code = 431, 43101
+    condition = "request headers larger than 64 KiB"
     default_message = "Request headers are larger than 64 KiB"
 
 
 # 422, 424
 class NotAJob(PlatformError):
     status, code = 422, 42201
+    condition = "jobId names an application that is not a job"
     default_message = "This application is not a job"
 
 
 class SecretIntegrationUnavailable(PlatformError):
     status, code = 424, 42401
+    condition = (
+        "secret integration of the group is faulty or unavailable and forceDelete is not true"
+    )
     default_message = (
         "The secret integration of this group is faulty or unavailable; "
         "retry with forceDelete=true to delete anyway"
@@ -236,16 +282,22 @@ class SecretIntegrationUnavailable(PlatformError):
 # 500, 503
 class MockFailure(PlatformError):
     status, code = 500, 50001
+    condition = (
+        "the mock itself failed or produced a response that breaks this contract "
+        "(a bug in the mock)"
+    )
     default_message = "The mock failed; this is a bug in the mock"
 
 
 class PlatformInternalError(PlatformError):
     status, code = 500, 50002
+    condition = "the platform failed (only as an injected fault)"
     default_message = "The platform failed to process the request"
 
 
 class ServiceUnavailable(PlatformError):
     status, code = 503, 50301
+    condition = "the platform is temporarily unavailable (only as an injected fault)"
     default_message = "The platform is temporarily unavailable; retry later"
 
 

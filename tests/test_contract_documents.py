@@ -13,6 +13,7 @@ from openapi_spec_validator import validate
 
 from mock_server import catalog, contract, errors
 from mock_server.http.app import argument_name
+from tests import tables
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = {
@@ -458,3 +459,27 @@ def test_error_table_in_the_readme_matches_the_error_classes():
     assert [(int(s), int(c)) for s, c in table] == [
         (cls.status, cls.code) for cls in errors.error_classes()
     ]
+
+
+# -- the tables written from the contract and the error classes (tests/tables.py) -----------
+
+
+def test_the_readmes_tables_are_written_from_the_contract_and_the_error_classes():
+    text = (ROOT / "README.md").read_text()
+    assert text == tables.readme(text), "run `python -m tests.tables` to write them"
+
+
+def test_the_specs_error_table_is_written_from_the_error_classes():
+    text = (ROOT / "spec" / contract.CONTROL_PLANE_SPEC).read_text()
+    assert text == tables.spec(text), "run `python -m tests.tables` to write it"
+
+
+def test_a_new_operation_gets_the_next_number_and_a_gone_one_its_row_removed():
+    text = (ROOT / "README.md").read_text()
+    rows = tables.OPERATION_ROW.findall(text)
+    first, last = rows[0], rows[-1]
+    without_first = text.replace(f"| {first[0]} | `{first[1]} {first[2]}` | `{first[3]}` |\n", "")
+    gone = without_first.replace(f"`{last[3]}` |", "`listEverything` |")
+    renumbered = tables.OPERATION_ROW.findall(tables.operations_table(gone))
+    assert [op for *_, op in renumbered] == [op for *_, op in rows[1:-1]] + [first[3], last[3]]
+    assert [int(n) for n, *_ in renumbered] == list(range(1, len(rows) + 1))

@@ -1,10 +1,11 @@
 """Every entry of the source document's Limits table, each exercised at and past its bounds.
 
-limit and offset of operations 2 and 7 are checked over HTTP at both edges, with their
-defaults. The role-binding rules (name pattern, subject name, resourceType, resourceFqn and
-role lengths) only appear in responses, so they are checked twice: the served contract
-rejects a manifest that breaks them, and the mock never produces one, even from grants at
-the bounds; a fixture cannot bring a value past a bound into the world.
+limit and offset of every operation that pages (2 and 7) are checked over HTTP at both
+edges, with their defaults. The role-binding rules (name pattern, subject name,
+resourceType, resourceFqn and role lengths) only appear in responses, so they are checked
+twice: the served contract rejects a manifest that breaks them, and the mock never
+produces one, even from grants at the bounds; a fixture cannot bring a value past a bound
+into the world.
 """
 
 from __future__ import annotations
@@ -17,33 +18,33 @@ import httpx
 import pytest
 from connexion.json_schema import Draft4ResponseValidator, resolve_refs
 
-from mock_server import contract, fixtures
+from mock_server import catalog, contract, fixtures
 from mock_server.fixtures import FixtureError
 from mock_server.state import Store
 from tests.conftest import assert_error, new_store
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{1,64}[a-z0-9]$")
-OPERATIONS = ("list-secret-deployments", "list-job-runs")
-OPERATION_IDS = {"list-secret-deployments": "listSecretDeployments", "list-job-runs": "listJobRuns"}
+# Every operation that pages (`limit` and `offset`), from the contract: each is checked with its
+# catalog example, so a new one is checked here with no line added.
+OPERATIONS = tuple(
+    op for op, o in contract.operations().items() if {"limit", "offset"} <= set(o.query)
+)
 
 
-def test_the_operations_checked_are_every_paginated_one_of_the_contract():
-    # An operation taking `limit` and `offset` pages: a new one must be added here.
-    paginated = {
-        op for op, o in contract.operations().items() if {"limit", "offset"} <= set(o.query)
-    }
-    assert paginated == {OPERATION_IDS[op] for op in OPERATIONS}
+def test_the_contract_has_operations_that_page():
+    assert "listJobRuns" in OPERATIONS and "listSecretDeployments" in OPERATIONS
 
 
 def _page(api: httpx.Client, store, operation: str, params: dict[str, Any]) -> httpx.Response:
-    """One page of operation 2 (all secrets of the default world) or 7 (the trainer job)."""
-    if operation == "list-secret-deployments":
-        secret_ids = [
-            secret_id for group in store.world.secret_groups.values() for secret_id in group.secrets
-        ]
-        return api.post("/secrets/deployments", params=params, json={"secretIds": secret_ids})
-    trainer = store.deployments.application_named("trainer")
-    return api.get(f"/jobs/{trainer.id}/runs", params=params)
+    """One page of an operation's catalog example (filled for the world), with `params`."""
+    request = catalog.example(operation).request(store)
+    assert contract.operations()[operation].document == contract.CONTROL_PLANE_SPEC
+    return api.request(
+        request.method,
+        api.base_url.join(request.path),
+        params={**request.query, **params},
+        json=request.body,
+    )
 
 
 def _cases(values: list[tuple[str, Any]]) -> list:
@@ -57,11 +58,11 @@ def _cases(values: list[tuple[str, Any]]) -> list:
 # -- limit and offset (operations 2 and 7) -------------------------------------------------
 
 
-def test_both_lists_have_more_than_one_item_so_limit_1_bites(api, store):
-    # Default world: trainer (HF_TOKEN), chat-api (OPENAI_API_KEY) and legacy-etl
-    # (DB_PASSWORD) are active deployments using secrets; trainer has 9 + 16 runs.
-    totals = {op: _page(api, store, op, {}).json()["pagination"]["total"] for op in OPERATIONS}
-    assert totals == {"list-secret-deployments": 3, "list-job-runs": 25}
+@pytest.mark.parametrize("operation", [pytest.param(op, id=op) for op in OPERATIONS])
+def test_each_example_list_has_more_than_one_item_so_limit_1_bites(api, store, operation):
+    # Default world: the example's secrets (OPENAI_API_KEY, HF_TOKEN) are used by two active
+    # deployments (chat-api and trainer); trainer has 9 + 16 runs.
+    assert _page(api, store, operation, {}).json()["pagination"]["total"] > 1
 
 
 @pytest.mark.parametrize(("operation", "limit"), _cases([("min-1", 1), ("max-1000", 1000)]))
@@ -118,7 +119,7 @@ def test_default_limit_100_and_offset_0_are_echoed(api, store, operation):
 def test_default_limit_is_100_items_of_job_runs(api, store):
     trainer = store.deployments.application_named("trainer")
     store.jobs.generate_runs(trainer, 150)
-    body = _page(api, store, "list-job-runs", {}).json()
+    body = _page(api, store, "listJobRuns", {}).json()
     assert body["pagination"]["total"] == 175
     assert len(body["data"]) == 100
 
