@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from mock_server import PlatformMock, catalog, errors, fixtures
+from mock_server import PlatformMock, catalog, contract, errors, fixtures
 from mock_server.auth import Authenticator, Signer
 from mock_server.server import BackgroundServer
 from mock_server.state import Store
@@ -332,73 +332,49 @@ def _paths_by_operation_id(raw: dict[str, Any]) -> dict[str, tuple[str, str]]:
     }
 
 
-# (operation, status) -> links; each workflow is one machine over the operations it names.
-WORKFLOWS: dict[str, dict[tuple[str, str], dict[str, Any]]] = {
-    "stage-then-tag": {
-        ("stageArtifactVersion", "200"): {
-            "TagTheStagedVersion": {
-                "operationId": "applyArtifactVersionTags",
-                "requestBody": {"artifact_version_id": "$response.body#/id"},
-            },
-            "StageTheSameAgain": {
-                "operationId": "stageArtifactVersion",
-                "requestBody": "$request.body",
-            },
-        },
-    },
-    "stage-then-fail-then-tag": {
-        ("stageArtifactVersion", "200"): {
-            "FailTheStagedVersion": {
-                "operationId": "markArtifactVersionStageFailure",
-                "requestBody": {"id": "$response.body#/id"},
-            },
-        },
-        ("markArtifactVersionStageFailure", "200"): {
-            "TagTheFailedVersion": {
-                "operationId": "applyArtifactVersionTags",
-                "requestBody": {"artifact_version_id": "$request.body#/id"},
-            },
-            "FailItAgain": {
-                "operationId": "markArtifactVersionStageFailure",
-                "requestBody": "$request.body",
-            },
-        },
-    },
-    "token-then-again-then-role-bindings": {
-        ("getOrCreatePersonalAccessToken", "200"): {
-            "GetTheSameTokenAgain": {
-                "operationId": "getOrCreatePersonalAccessToken",
-                "parameters": {"path.name": "$request.path.name"},
-            },
-            "RoleBindingsOfItsOwner": {
-                "operationId": "generateRoleBindingManifests",
-                "parameters": {
-                    "query.subjectType": "user",
-                    "query.subjectId": "$response.body#/data/createdBySubject/subjectId",
-                },
-            },
-        },
-    },
-    "delete-then-delete-again": {
-        ("deleteSecretGroup", "200"): {
-            "DeleteTheGroupAgain": {
-                "operationId": "deleteSecretGroup",
-                "parameters": {"path.id": "$request.path.id"},
-            },
-        },
-        ("deleteSecretGroup", "424"): {
-            "ForceTheDelete": {
-                "operationId": "deleteSecretGroup",
-                "parameters": {"path.id": "$request.path.id", "query.forceDelete": True},
-            },
-        },
-    },
-}
+WORKFLOW = "x-workflow"  # the extension naming the workflow a link of the spec belongs to
+
+
+def _workflows() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    """The spec's links, by the workflow each names (`x-workflow`): workflow -> (operation,
+    status) -> links. Each workflow is one machine over the operations it names; a new
+    sequence to check is a link in the spec."""
+    found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    document = contract.resolved(contract.spec(contract.CONTROL_PLANE_SPEC))
+    for methods in document["paths"].values():
+        for definition in methods.values():
+            for status, response in definition["responses"].items():
+                for name, link in response.get("links", {}).items():
+                    kept = {k: v for k, v in link.items() if k != WORKFLOW}
+                    by_source = found.setdefault(link[WORKFLOW], {})
+                    by_source.setdefault((definition["operationId"], status), {})[name] = kept
+    return found
+
+
+WORKFLOWS = _workflows()
+
+
+def test_every_link_of_the_spec_belongs_to_a_workflow():
+    document = contract.resolved(contract.spec(contract.CONTROL_PLANE_SPEC))
+    links = [
+        link
+        for methods in document["paths"].values()
+        for definition in methods.values()
+        for response in definition["responses"].values()
+        for link in response.get("links", {}).values()
+    ]
+    assert links and all(WORKFLOW in link for link in links)
 
 
 def _linked_contract(links: dict[tuple[str, str], dict[str, Any]]) -> OpenApiSchema:
     """The control plane with these links, restricted to the operations they join."""
     raw = yaml.safe_load((SPEC / "control-plane.yaml").read_text())
+    for methods in raw["paths"].values():  # the other workflows' links go
+        for definition in methods.values():
+            for response in definition["responses"].values():
+                response.pop("links", None)
+    for response in raw["components"]["responses"].values():
+        response.pop("links", None)
     paths = _paths_by_operation_id(raw)
     for (operation_id, status), named in links.items():
         path, method = paths[operation_id]
