@@ -1,5 +1,8 @@
 """Error conditions of the platform API: one class per condition, each with its status and code.
 
+A condition that only one rule of the state layer meets may be declared beside that rule,
+as a subclass of `PlatformError`; every other one is here.
+
 Every error the mock returns, whatever raised it (the state layer, auth, request validation,
 routing), is rendered by `error_body` into the platform error body
 `{"statusCode", "message", "code", "details"}`. The table of conditions in
@@ -302,7 +305,8 @@ class ServiceUnavailable(PlatformError):
 
 
 def error_classes() -> list[type[PlatformError]]:
-    """Every condition, in the order of the table in the spec."""
+    """Every condition, in the order of the table in the spec: the classes of this module,
+    and any a state rule declares beside it (a condition only that rule meets)."""
     return sorted(PlatformError.__subclasses__(), key=lambda cls: cls.code)
 
 

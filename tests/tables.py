@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from mock_server import contract, errors
+from mock_server import catalog, contract, errors
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -50,7 +50,10 @@ def operations_table(readme: str) -> str:
 
 
 def errors_table(indent: str = "") -> str:
-    """The table of error conditions, one row per class, in the order of their codes."""
+    """The table of error conditions, one row per class, in the order of their codes (the
+    catalog imported: every handler and state rule, so every condition declared beside a
+    rule, is loaded)."""
+    assert catalog.CATALOG
     rows = [ERRORS_HEAD.splitlines()[0], ERRORS_HEAD.splitlines()[1]]
     rows += [f"| {cls.condition} | {cls.status} | {cls.code} |" for cls in errors.error_classes()]
     return "".join(f"{indent}{row}\n" for row in rows)
