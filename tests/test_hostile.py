@@ -828,12 +828,12 @@ def test_many_records_at_fault_are_explained_in_part_and_counted(store):
 
 # -- signals end what they started -------------------------------------------------------
 
-# `_run_command` on its own, in a process of its own, with a short grace before SIGKILL.
+# `run_command` on its own, in a process of its own, with a short grace before SIGKILL.
 RUNNER = """
 import os, sys
-from mock_server import cli
-cli.KILL_AFTER_SECONDS = float(sys.argv[1])
-sys.exit(cli._run_command(sys.argv[2:], dict(os.environ)))
+from mock_server.cli import supervision
+supervision.KILL_AFTER_SECONDS = float(sys.argv[1])
+sys.exit(supervision.run_command(sys.argv[2:], dict(os.environ)))
 """
 # A process that says it is ready, ignores SIGTERM (and SIGINT) and sleeps.
 STUBBORN = (
@@ -965,7 +965,7 @@ time.sleep(30)
 
 
 def _on_a_terminal(command: list[str], ready: Any, tmp_path: Any) -> int:
-    """Run `_run_command(command)` as the foreground job of a new pseudo-terminal, type
+    """Run `run_command(command)` as the foreground job of a new pseudo-terminal, type
     Ctrl-C once `ready` has content, and return the run's exit status."""
     import pty
 

@@ -1,0 +1,78 @@
+"""The `run` command: the mock served on a thread while a command runs against it (under
+supervision), then the report and the contract check, with the command's exit status."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+
+from mock_server import report_files
+from mock_server.app import PlatformMock
+from mock_server.cli.options import (
+    EXIT_CANNOT_BIND,
+    EXIT_FORCED,
+    config,
+)
+from mock_server.cli.serving import banner, finish
+from mock_server.cli.supervision import run_command
+from mock_server.coordinates import FAIL_ON_VIOLATION
+from mock_server.http import request_log
+from mock_server.server import BackgroundServer
+
+
+def environment(server: BackgroundServer, args: argparse.Namespace) -> dict[str, str]:
+    """The environment a command run against the mock gets: the mock's coordinates, and the
+    checks the run makes, for the pytest plugin to apply to each test."""
+    found = server.coordinates.environment()
+    if args.fail_on_violation:
+        found[FAIL_ON_VIOLATION] = "1"
+    return found
+
+
+def run(args: argparse.Namespace, command: list[str]) -> int:
+    """Serve on a thread while `command` runs against the mock; COMMAND's exit status, or
+    1 when it passed but the contract checks asked for failed."""
+    mock = PlatformMock(config(args))
+    try:
+        server = BackgroundServer(mock, args.host, args.port)
+    except OSError as exc:
+        print(
+            f"platform-mock: cannot listen on {args.host}:{args.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return EXIT_CANNOT_BIND
+    # Standard output is the command's; the mock speaks on standard error. What the mock
+    # prints on either (its log, the report, the verdict, GitHub's annotations) goes through
+    # outlets that never wait on their reader: an unread CI log holds nothing, the stop
+    # included. The command writes to the same descriptors, unchanged.
+    for name in ("stdout", "stderr"):
+        found = request_log.outlet(getattr(sys, name))
+        if found is not None:
+            setattr(sys, name, found)
+    banner(mock, args, server.host, server.port, sys.stderr)
+    if not args.quiet:
+        request_log.configure(
+            sys.stderr, args.log_format, debug=args.log_level == "debug", failures_only=True
+        )
+    with server:
+        status = run_command(command, {**os.environ, **environment(server, args)})
+    report = mock.report.to_dict()
+    print(report_files.text(report), file=sys.stderr, end="")
+    checked = finish(mock, args, sys.stderr, _ending(command, status))
+    return status or checked
+
+
+def _ending(command: list[str], status: int) -> str:
+    """How the command ended, for the verdict; "" when it passed."""
+    if status == 0:
+        return ""
+    program = shlex.join([os.path.basename(command[0]), *command[1:]])
+    if len(program) > 60:
+        program = program[:59] + "…"
+    if status > EXIT_FORCED and status - EXIT_FORCED in signal.valid_signals():
+        name = signal.Signals(status - EXIT_FORCED).name
+        return f"the command ({program}) was ended by {name} (status {status})"
+    return f"the command ({program}) exited with status {status}"
