@@ -10,12 +10,20 @@ leaves through `mock_server.escape` like everything else the mock prints.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 from mock_server import escape
-from mock_server.report_files import MAX_ANNOTATIONS, MAX_SUMMARY_RULES, JUnit, clip, to_json
+from mock_server.report_files import (
+    MAX_ANNOTATIONS,
+    MAX_SUMMARY_RULES,
+    JUnit,
+    cell,
+    clip,
+    to_github,
+    to_json,
+    verdict_heading,
+)
 
 BASENAME = "drift-report"  # of each format's file in a `--report` directory
 CHECK_NAMES = {
@@ -131,27 +139,14 @@ def junit(report: dict[str, Any]) -> str:
     return document.xml()
 
 
-def _cell(value: Any) -> str:
-    return escape.markdown_code(clip(value), in_table=True)
-
-
 def markdown(report: dict[str, Any]) -> str:
     """A job summary: the verdict and its checks, a table of operations, then the
     differences (the most seen first, up to MAX_SUMMARY_RULES) and the target's failures."""
     verdict = report.get("verdict")
     summary = report["summary"]
-    lines = []
-    if verdict is not None:
-        word = "✅ PASSED" if verdict["passed"] else "❌ FAILED"
-        lines += [f"### Platform API drift: {word}", ""]
-        for check in verdict["checks"]:
-            lines.append(f"- {'✅' if check['passed'] else '❌'} {check['summary']}")
-        lines += [f"- {note}" for note in verdict["notes"]]
-        lines.append("")
-    else:
-        lines += ["### Platform API drift", ""]
+    lines = verdict_heading("Platform API drift", verdict)
     lines += [
-        f"Target {_cell(report['target'])}: {summary['requests']} request(s), "
+        f"Target {cell(report['target'])}: {summary['requests']} request(s), "
         f"{summary['answersChecked']} answer(s) checked, {summary['differences']} "
         "difference(s).",
         "",
@@ -162,7 +157,7 @@ def markdown(report: dict[str, Any]) -> str:
         statuses = ", ".join(f"{s} x{n}" for s, n in found["statuses"].items()) or "-"
         count = len(found["differences"]) + found["otherDifferences"]
         lines.append(
-            f"| {_cell(op_id)} | {found['verdict']} | {found['answersChecked']} | {statuses} "
+            f"| {cell(op_id)} | {found['verdict']} | {found['answersChecked']} | {statuses} "
             f"| {count} |"
         )
     differences = sorted(
@@ -184,9 +179,9 @@ def markdown(report: dict[str, Any]) -> str:
         for op_id, difference in differences[:MAX_SUMMARY_RULES]:
             example = _example_line(difference["example"], difference["message"])
             lines.append(
-                f"| {_cell(op_id)} | {difference['kind']} | {_cell(difference['field'] or '-')} "
-                f"| {_cell(difference['found'] or '-')} | {difference['count']} "
-                f"| {_cell(example)} |"
+                f"| {cell(op_id)} | {difference['kind']} | {cell(difference['field'] or '-')} "
+                f"| {cell(difference['found'] or '-')} | {difference['count']} "
+                f"| {cell(example)} |"
             )
         if len(differences) > MAX_SUMMARY_RULES:
             lines += ["", f"{len(differences) - MAX_SUMMARY_RULES} more: see the JSON report."]
@@ -206,7 +201,7 @@ def markdown(report: dict[str, Any]) -> str:
         for op_id, failure in failures:
             example = _example_line(failure["example"], failure["example"]["message"])
             lines.append(
-                f"| {_cell(op_id)} | {failure['kind']} | {failure['count']} | {_cell(example)} |"
+                f"| {cell(op_id)} | {failure['kind']} | {failure['count']} | {cell(example)} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -223,13 +218,11 @@ def github(report: dict[str, Any], environ: dict[str, str] | None = None) -> lis
     """Under GitHub Actions: append the Markdown to the job summary (`GITHUB_STEP_SUMMARY`),
     and return an `::error` annotation per difference, the most seen first, at most
     MAX_ANNOTATIONS."""
-    environ = dict(os.environ) if environ is None else environ
-    path = environ.get("GITHUB_STEP_SUMMARY")
-    if path:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(markdown(report))
-    if environ.get("GITHUB_ACTIONS") != "true":
-        return []
+    return to_github(markdown(report), lambda: error_annotations(report), environ)
+
+
+def error_annotations(report: dict[str, Any]) -> list[str]:
+    """An `::error` annotation per difference, the most seen first, at most MAX_ANNOTATIONS."""
     found = sorted(
         (
             (op_id, difference)

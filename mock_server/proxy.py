@@ -26,7 +26,6 @@ byte budget and the report to its groups.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,14 +41,13 @@ from starlette.types import Receive, Scope, Send
 
 from mock_server import contract, errors
 from mock_server.contract import GATEWAY_SPEC, Operation
-from mock_server.coordinates import base_url
 from mock_server.drift import TARGET_ERROR, TIMEOUT, DriftReport, Exchange, check, media_type
 from mock_server.http.middleware import KEPT_HEADERS
 from mock_server.http.validators import ParameterValidator, RepeatedKeysURIParser
 from mock_server.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
 from mock_server.recording import Caller, Recorder
 from mock_server.redact import masked, masked_text
-from mock_server.server import bind
+from mock_server.server import Threaded
 from mock_server.validation import (
     Detail,
     compiled,
@@ -527,40 +525,13 @@ def log_line(exchange: Exchange) -> str:
     return line
 
 
-class BackgroundProxy:
+class BackgroundProxy(Threaded):
     """A Proxy served by uvicorn on a daemon thread, on a free loopback port by default
     (tests, and `platform-mock drift`'s own requests)."""
 
+    what = "the proxy"
+
     def __init__(self, proxy: Proxy, host: str = "127.0.0.1", port: int = 0):
         self.proxy = proxy
-        self._sock = bind(host, port)
-        self.host, self.port = self._sock.getsockname()[:2]
         config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return base_url(self.host, self.port)
-
-    def start(self, timeout: float = 30.0) -> BackgroundProxy:
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the proxy did not start")
-            time.sleep(0.005)
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        self._sock.close()
-
-    def __enter__(self) -> BackgroundProxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(config, host, port)

@@ -51,30 +51,17 @@ from typing import Any
 import yaml
 
 from mock_server.redact import REDACTED, SECRET_REFERENCE, masked
+from mock_server.state.entities import SUBJECT_TYPES
+from mock_server.state.identity import RESOURCE_TYPES
+from mock_server.state.jobs import ENDED
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fixture-schema.yaml's `name`
 UNKNOWN_INTEGRATION = "recorded:unknown"
 PLACEHOLDER_CLUSTER = "recorded-cluster"
 PLACEHOLDER_WORKSPACE = "recorded-workspace"
 PLACEHOLDER_USER = "recorded-caller@recorded.invalid"
-ENDED = frozenset({"FINISHED", "FAILED", "TERMINATED"})
 KINDS_OF_APPLICATION = frozenset({"job", "service"})
-SUBJECT_TYPES = ("user", "team", "virtualaccount", "agent")
 # The roles a fixture may grant (fixture-schema.yaml): a kind of resource and a level.
-RESOURCE_TYPES = (
-    "cluster",
-    "workspace",
-    "secret-group",
-    "tenant",
-    "mlf-project",
-    "repository",
-    "provider-integration",
-    "provider-account",
-    "tracing-project",
-    "agent",
-    "agent-app",
-    "mcp-server",
-)
 ROLES = frozenset(
     f"{kind}-{level}" for kind in RESOURCE_TYPES for level in ("admin", "editor", "viewer")
 )

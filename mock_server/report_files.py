@@ -349,9 +349,23 @@ def junit(report: dict[str, Any]) -> str:
     return document.xml()
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
     """A client's text in a Markdown table cell: a code span, bounded."""
     return escape.markdown_code(clip(value), in_table=True)
+
+
+def verdict_heading(title: str, verdict: dict[str, Any] | None, unchecked: str = "") -> list[str]:
+    """A job summary's first lines: the title with the verdict, a line per check (then
+    `unchecked` where no check was asked for) and per note; the title alone without one."""
+    if verdict is None:
+        return [f"### {title}", ""]
+    word = "✅ PASSED" if verdict["passed"] else "❌ FAILED"
+    lines = [f"### {title}: {word}", ""]
+    lines += [f"- {'✅' if c['passed'] else '❌'} {c['summary']}" for c in verdict["checks"]]
+    lines += [f"- {note}" for note in verdict["notes"]]
+    if unchecked and not verdict["checks"]:
+        lines.append(f"- {unchecked}")
+    return [*lines, ""]
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -361,20 +375,11 @@ def markdown(report: dict[str, Any]) -> str:
     summary = report["summary"]
     coverage = summary["coverage"]
     verdict = _verdict(report)
-    lines = []
-    if verdict is not None:
-        word = "✅ PASSED" if verdict["passed"] else "❌ FAILED"
-        lines += [f"### Platform API contract: {word}", ""]
-        for check in verdict["checks"]:
-            mark = "✅" if check["passed"] else "❌"
-            lines.append(f"- {mark} {check['summary']}")
-        for note in verdict["notes"]:
-            lines.append(f"- {note}")
-        if not verdict["checks"]:
-            lines.append("- no check was asked for (`--fail-on-violation`, `--min-coverage`)")
-        lines.append("")
-    else:
-        lines += ["### Platform API contract", ""]
+    lines = verdict_heading(
+        "Platform API contract",
+        verdict,
+        unchecked="no check was asked for (`--fail-on-violation`, `--min-coverage`)",
+    )
     lines += [
         f"{summary['requests']} request(s), {summary['violations']} contract violation(s); "
         f"coverage {coverage['percent']}%: {coverage['covered']} of {coverage['total']} "
@@ -394,7 +399,7 @@ def markdown(report: dict[str, Any]) -> str:
             missing += [f"{k}={'/'.join(v)}" for k, v in covered["enumValuesNotSent"].items()]
         share = f"{covered['percent']}%" if covered else "-"
         lines.append(
-            f"| {_cell(op_id)} | {usage['calls']} | {share} | {returned} | "
+            f"| {cell(op_id)} | {usage['calls']} | {share} | {returned} | "
             f"{', '.join(missing) or '-'} | {usage['violations']} |"
         )
     rules = _rules(report)
@@ -407,11 +412,11 @@ def markdown(report: dict[str, Any]) -> str:
             "|---|---|---:|---|---|",
         ]
         for op_id, rule in rules[:MAX_SUMMARY_RULES]:
-            tests = ", ".join(map(_cell, _tests_named(rule))) or "-"
+            tests = ", ".join(map(cell, _tests_named(rule))) or "-"
             example = rule["examples"][0] if rule["examples"] else None
-            shown = _cell(_example_line(example)) if example else "-"
+            shown = cell(_example_line(example)) if example else "-"
             lines.append(
-                f"| {_cell(op_id)} | {_cell(rule['rule'])} | {rule['count']} | {tests} | {shown} |"
+                f"| {cell(op_id)} | {cell(rule['rule'])} | {rule['count']} | {tests} | {shown} |"
             )
         if len(rules) > MAX_SUMMARY_RULES:
             lines += [
@@ -470,11 +475,17 @@ def error_annotations(report: dict[str, Any]) -> list[str]:
 def github(report: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
     """Under GitHub Actions: append the Markdown to the job summary (`GITHUB_STEP_SUMMARY`),
     and return the `::error` annotations to print."""
+    return to_github(markdown(report), lambda: error_annotations(report), environ)
+
+
+def to_github(
+    summary: str, annotations: Callable[[], list[str]], environ: dict[str, str] | None = None
+) -> list[str]:
+    """Under GitHub Actions: append `summary` to the job summary (`GITHUB_STEP_SUMMARY`, when
+    set) and return the `annotations` to print (none outside GitHub Actions)."""
     environ = dict(os.environ) if environ is None else environ
-    summary = environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a", encoding="utf-8") as out:
-            out.write(markdown(report))
-    if environ.get("GITHUB_ACTIONS") != "true":
-        return []
-    return error_annotations(report)
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(summary)
+    return annotations() if environ.get("GITHUB_ACTIONS") == "true" else []

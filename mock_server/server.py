@@ -25,7 +25,7 @@ import secrets
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 from starlette.types import Receive, Scope, Send
@@ -156,9 +156,51 @@ def coordinates(mock: PlatformMock, host: str, port: int) -> Coordinates:
     )
 
 
-class BackgroundServer:
+class Threaded:
+    """An ASGI app served by uvicorn on a daemon thread, on a socket bound at once (port 0
+    picks a free one): started and stopped by the caller, or as a context manager."""
+
+    what = "the server"  # as its failure to start names it
+
+    def __init__(self, config: uvicorn.Config, host: str, port: int):
+        self._sock = bind(host, port)
+        self.host, self.port = self._sock.getsockname()[:2]
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return base_url(self.host, self.port)
+
+    def start(self, timeout: float = 30.0) -> Self:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.what} did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        self._sock.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class BackgroundServer(Threaded):
     """A PlatformMock served by uvicorn on a background thread, with other worlds beside it
-    on request (`mock.worlds`)."""
+    on request (`mock.worlds`). Its `url` is the base URL: the control plane is under
+    `/api/svc/v1`, the gateway under its prefix."""
+
+    what = "the mock server"
 
     def __init__(
         self,
@@ -170,21 +212,10 @@ class BackgroundServer:
         request_seconds: float = REQUEST_SECONDS,
     ):
         self.mock = mock
-        self._sock = bind(host, port)
-        self.host, self.port = self._sock.getsockname()[:2]
-        self._server = uvicorn.Server(
-            uvicorn_config(mock, idle_seconds=idle_seconds, request_seconds=request_seconds)
-        )
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        config = uvicorn_config(mock, idle_seconds=idle_seconds, request_seconds=request_seconds)
+        super().__init__(config, host, port)
         self.worlds = Worlds(mock, self.host)
         mock.worlds = self.worlds
-
-    @property
-    def url(self) -> str:
-        """Base URL: the control plane is under `/api/svc/v1`, the gateway under its prefix."""
-        return base_url(self.host, self.port)
 
     @property
     def gateway_url(self) -> str:
@@ -194,26 +225,9 @@ class BackgroundServer:
     def coordinates(self) -> Coordinates:
         return coordinates(self.mock, self.host, self.port)
 
-    def start(self, timeout: float = 30.0) -> BackgroundServer:
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the mock server did not start")
-            time.sleep(0.005)
-        return self
-
     def stop(self, timeout: float = 10.0) -> None:
         self.worlds.close()
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        self._sock.close()
-
-    def __enter__(self) -> BackgroundServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop(timeout)
 
 
 class Worlds:

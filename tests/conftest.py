@@ -55,13 +55,27 @@ def new_store(seed: int, documents: list[Fixture]) -> Store:
 
 
 def until_closed(server: BackgroundServer, sent: bytes) -> bytes:
-    """Everything a server answers on a connection that sends `sent` and then waits."""
+    """Everything a server answers on a connection that sends `sent` (byte for byte: httpx
+    always sends a Host) and then waits."""
     with socket.create_connection((server.host, server.port), timeout=10) as sock:
         sock.sendall(sent)
         answer = b""
         while chunk := sock.recv(65536):
             answer += chunk
     return answer
+
+
+@pytest.fixture(scope="module")
+def impatient() -> Iterator[BackgroundServer]:
+    """A mock that closes idle connections after 0.3 s and waits 0.6 s for a request."""
+    with BackgroundServer(PlatformMock(), idle_seconds=0.3, request_seconds=0.6) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def inner_runs() -> dict[str, Any]:
+    """The inner pytest sessions a test module has run, by key (`tests.inner.run_once`)."""
+    return {}
 
 
 def http_client(**options) -> httpx.Client:

@@ -3,9 +3,22 @@ plugins the session needs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import pytest
 
 INNER_TIMEOUT = 120  # seconds an inner session may take
+Run = TypeVar("Run")
+
+
+def run_once(runs: dict[str, Any], key: str, run: Callable[[], Run]) -> Run:
+    """The inner session of `key` (the `inner_runs` fixture's), run the first time it is
+    asked for: a module's tests that read one session share it."""
+    if key not in runs:
+        runs[key] = run()
+    result: Run = runs[key]
+    return result
 
 
 def run_session(pytester: pytest.Pytester, *args: str, timeout: float = INNER_TIMEOUT):

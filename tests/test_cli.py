@@ -48,15 +48,26 @@ def start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Pop
         text=True,
         env=env,
     )
+    return process, printed_urls(process).groupdict()
+
+
+def printed(process: subprocess.Popen) -> str:
+    """What `serve` printed on its standard output, up to its "Press Ctrl-C" line."""
     assert process.stdout is not None
     lines = []
     for line in process.stdout:
         lines.append(line)
         if line.startswith("Press Ctrl-C"):
             break
-    match = SERVE_OUTPUT.search("".join(lines))
-    assert match, f"unexpected start-up output: {''.join(lines)!r}"
-    return process, match.groupdict()
+    return "".join(lines)
+
+
+def printed_urls(process: subprocess.Popen) -> re.Match[str]:
+    """The URLs and tokens `serve` printed, read as SERVE_OUTPUT."""
+    text = printed(process)
+    match = SERVE_OUTPUT.search(text)
+    assert match, f"unexpected start-up output: {text!r}"
+    return match
 
 
 def _serving() -> Iterator[tuple[subprocess.Popen, dict[str, str]]]:
@@ -93,14 +104,8 @@ def banner(*args: str) -> str:
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    assert process.stdout is not None
     try:
-        lines = []
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("Press Ctrl-C"):
-                break
-        return "".join(lines)
+        return printed(process)
     finally:
         process.kill()
         process.wait()

@@ -35,7 +35,7 @@ from mock_server.http import app as http_app
 from mock_server.http import validators
 from mock_server.http.protocol import PlatformHttpProtocol
 from mock_server.http.wsgi import InlineWSGI
-from mock_server.server import BackgroundServer, PlatformConfig, uvicorn_config
+from mock_server.server import PlatformConfig, uvicorn_config
 from tests.conftest import assert_error, until_closed
 
 REPLACED = [
@@ -251,13 +251,6 @@ def test_another_document_is_still_validated_every_time(attempt):
 
 
 # -- uvicorn: the httptools protocol (mock_server/http/protocol.py) and the command's server --
-
-
-@pytest.fixture(scope="module")
-def impatient():
-    """A mock that closes idle connections after 0.3 s and waits 0.6 s for a request."""
-    with BackgroundServer(PlatformMock(), idle_seconds=0.3, request_seconds=0.6) as server:
-        yield server
 
 
 # Each overridden or read part of HttpToolsProtocol, and a connection that goes through it.

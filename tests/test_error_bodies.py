@@ -277,22 +277,11 @@ def test_head_answers_as_get_without_the_body(client, calls, operation):
 # -- bodies --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("operation", BODY_OPERATIONS)
-def test_malformed_json_body_is_400_in_body(client, calls, operation):
-    call = calls[operation]
-    response = client.request(
-        call.method,
-        call.url,
-        content=b'{"secretIds": [',
-        headers={"Content-Type": "application/json"},
-    )
-    body = platform_error(response, 400, 40001)
-    assert [d["location"] for d in body["details"]] == ["body"]
-
-
 @pytest.mark.parametrize(
     "raw",
     [
+        pytest.param(b'{"secretIds": [', id="malformed-json"),
+        pytest.param(b'{"secretIds": ["\xff\xfe\xc3"]}', id="not-utf8"),
         pytest.param(b"[]", id="array"),
         pytest.param(b'"x"', id="string"),
         pytest.param(b"3", id="number"),
@@ -301,7 +290,7 @@ def test_malformed_json_body_is_400_in_body(client, calls, operation):
     ],
 )
 @pytest.mark.parametrize("operation", BODY_OPERATIONS)
-def test_json_body_that_is_not_an_object_is_400(client, calls, operation, raw):
+def test_body_that_is_not_a_json_object_is_400_in_body(client, calls, operation, raw):
     call = calls[operation]
     response = client.request(
         call.method, call.url, content=raw, headers={"Content-Type": "application/json"}
@@ -421,19 +410,6 @@ def test_streamed_valid_body_is_read_not_reported_missing(client, calls):
         call.url, content=_chunks(raw), headers={"Content-Type": "application/json"}
     )
     assert response.status_code == 200, response.text
-
-
-@pytest.mark.parametrize("operation", BODY_OPERATIONS)
-def test_body_that_is_not_utf8_is_400_in_body(client, calls, operation):
-    call = calls[operation]
-    response = client.request(
-        call.method,
-        call.url,
-        content=b'{"secretIds": ["\xff\xfe\xc3"]}',
-        headers={"Content-Type": "application/json"},
-    )
-    body = platform_error(response, 400, 40001)
-    assert [d["location"] for d in body["details"]] == ["body"]
 
 
 @pytest.mark.parametrize("operation", BODY_OPERATIONS)

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -280,16 +280,6 @@ def test_the_key_is_the_servers_for_its_life_a_reseed_keeps_it(admin, mock):
 # -- the admin API answers only its own host, never a page of another origin ---------------
 
 
-def _raw(server, head: bytes) -> bytes:
-    """The raw answer to a request sent byte for byte (httpx always sends a Host)."""
-    with socket.create_connection((server.host, server.port), timeout=10) as sock:
-        sock.sendall(head)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return answer
-
-
 @pytest.mark.parametrize(
     "host",
     [
@@ -321,7 +311,7 @@ def test_admin_request_without_a_host_is_403(server, mock):
         + mock.auth.admin_token().encode()
         + b"\r\n\r\n"
     )
-    assert _raw(server, head).startswith(b"HTTP/1.1 403 ")
+    assert until_closed(server, head).startswith(b"HTTP/1.1 403 ")
 
 
 @pytest.mark.parametrize(
@@ -872,6 +862,18 @@ def _started(*command: str, grace: float = 1.0) -> subprocess.Popen:
     )
 
 
+@contextlib.contextmanager
+def _reaped(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """The process, killed and reaped on the way out if it still runs: a test that fails
+    leaves nothing running."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_a_shells_background_job_does_not_outlive_the_run(tmp_path, sig):
     pid_file = tmp_path / "pid"
@@ -893,14 +895,10 @@ def test_a_shells_background_job_does_not_outlive_the_run(tmp_path, sig):
         text=True,
         preexec_fn=bounded(),
     )
-    try:
+    with _reaped(process):
         sleeper = int(_wait_for(pid_file, process))
         process.send_signal(sig)
         _, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert process.returncode == 128 + sig, err
     assert not _alive(sleeper)
 
@@ -908,14 +906,10 @@ def test_a_shells_background_job_does_not_outlive_the_run(tmp_path, sig):
 def test_a_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     ready = tmp_path / "ready"
     process = _started(sys.executable, "-c", STUBBORN, str(ready))
-    try:
+    with _reaped(process):
         _wait_for(ready, process)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert process.returncode == 128 + signal.SIGKILL
     assert "did not stop within 1.0 s of SIGTERM: killed (SIGKILL)" in err
 
@@ -923,16 +917,12 @@ def test_a_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
 def test_a_second_stop_signal_kills_at_once(tmp_path):
     ready = tmp_path / "ready"
     process = _started(sys.executable, "-c", STUBBORN, str(ready), grace=300)
-    try:
+    with _reaped(process):
         _wait_for(ready, process)
         process.send_signal(signal.SIGTERM)
         time.sleep(0.2)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert process.returncode == 128 + signal.SIGKILL
     assert "second stop signal" in err
 
@@ -942,12 +932,8 @@ def test_what_a_command_leaves_running_is_ended_even_if_it_ignores_sigterm(tmp_p
     pid_file = tmp_path / "pid"
     script = f"{sys.executable} -c '{STUBBORN}' {ready} & echo $! > {pid_file}; exit 3"
     process = _started("sh", "-c", script)
-    try:
+    with _reaped(process):
         _, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert process.returncode == 3  # the command's own status
     assert not _alive(int(pid_file.read_text()))
     assert "ended what sh left running in its process group" in err
@@ -1161,13 +1147,6 @@ def test_an_allowed_host_that_names_no_host_is_a_usage_error(refused):
 
 
 # -- connections have timeouts -----------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def impatient():
-    """A mock that closes idle connections after 0.3 s and waits 0.6 s for a request."""
-    with BackgroundServer(PlatformMock(), idle_seconds=0.3, request_seconds=0.6) as server:
-        yield server
 
 
 @pytest.mark.parametrize(

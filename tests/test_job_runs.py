@@ -245,26 +245,25 @@ def test_version_numbers_filter_keeps_runs_of_those_versions(api, runs_path, all
     assert _ids(body["data"]) == _ids(expected)
 
 
-def test_search_prefix_matches_a_run_name_prefix(api, runs_path, all_runs):
-    target = all_runs[3]
-    prefix = target["name"][:-2]
+def _assert_search_finds(api, runs_path, all_runs, prefix: str, target: dict) -> None:
+    """`searchPrefix` answers the runs whose name or id starts with the prefix: the target
+    among them, not every run."""
     body = _get_ok(api, runs_path, {"searchPrefix": prefix})
     expected = [
         run for run in all_runs if run["name"].startswith(prefix) or run["id"].startswith(prefix)
     ]
     assert target in expected and len(expected) < len(all_runs)
     assert _ids(body["data"]) == _ids(expected)
+
+
+def test_search_prefix_matches_a_run_name_prefix(api, runs_path, all_runs):
+    target = all_runs[3]
+    _assert_search_finds(api, runs_path, all_runs, target["name"][:-2], target)
 
 
 def test_search_prefix_matches_a_run_id_prefix(api, runs_path, all_runs):
     target = all_runs[5]
-    prefix = target["id"][: len(target["id"]) - 6]
-    body = _get_ok(api, runs_path, {"searchPrefix": prefix})
-    expected = [
-        run for run in all_runs if run["name"].startswith(prefix) or run["id"].startswith(prefix)
-    ]
-    assert target in expected and len(expected) < len(all_runs)
-    assert _ids(body["data"]) == _ids(expected)
+    _assert_search_finds(api, runs_path, all_runs, target["id"][: len(target["id"]) - 6], target)
 
 
 def test_search_prefix_does_not_match_inside_a_name(api, runs_path, all_runs):

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.test_cli import SERVE_OUTPUT
+from tests.test_cli import printed_urls
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,14 +80,7 @@ def test_installed_command_serves_with_the_printed_token(installed, tmp_path):
         cwd=tmp_path,
     )
     try:
-        assert process.stdout is not None
-        lines = []
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("Press Ctrl-C"):
-                break
-        match = SERVE_OUTPUT.search("".join(lines))
-        assert match, "".join(lines)
+        match = printed_urls(process)
         response = httpx.get(
             match["control"] + "/personal-access-tokens/ci",
             headers={"Authorization": f"Bearer {match['token']}"},

@@ -12,10 +12,11 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.inner import INNER_TIMEOUT, run_session
+from tests.inner import INNER_TIMEOUT, run_once, run_session
 
 pytest_plugins = ["pytester"]
 
@@ -48,23 +49,12 @@ class Inner:
     path: Path  # the inner session's directory
 
 
-@pytest.fixture(scope="module")
-def inner_runs() -> dict[str, Inner]:
-    return {}
-
-
-def once(runs: dict[str, Inner], key: str, run) -> Inner:
-    if key not in runs:
-        runs[key] = run()
-    return runs[key]
-
-
 def uses_mock(order: str) -> str:
     return USES_MOCK.format(JOB=JOB, ORDER=order)
 
 
 @pytest.fixture
-def unused_then_used(pytester: pytest.Pytester, inner_runs: dict[str, Inner]) -> Inner:
+def unused_then_used(pytester: pytest.Pytester, inner_runs: dict[str, Any]) -> Inner:
     """A subprocess session (nothing imported beforehand): a test that does not use the
     mock, then one that does, with deprecation warnings shown as pytest shows them."""
 
@@ -73,11 +63,11 @@ def unused_then_used(pytester: pytest.Pytester, inner_runs: dict[str, Inner]) ->
         result = pytester.runpytest_subprocess("-v", "-W", "default", timeout=INNER_TIMEOUT)
         return Inner(result, pytester.path)
 
-    return once(inner_runs, "unused", run)
+    return run_once(inner_runs, "unused", run)
 
 
 @pytest.fixture
-def below_coverage(pytester: pytest.Pytester, inner_runs: dict[str, Inner]) -> Inner:
+def below_coverage(pytester: pytest.Pytester, inner_runs: dict[str, Any]) -> Inner:
     """A passing session that exercised little of the contract, asked for 90% coverage
     and every report format in a directory."""
 
@@ -90,11 +80,11 @@ def below_coverage(pytester: pytest.Pytester, inner_runs: dict[str, Inner]) -> I
         )  # fmt: skip
         return Inner(result, pytester.path)
 
-    return once(inner_runs, "below", run)
+    return run_once(inner_runs, "below", run)
 
 
 @pytest.fixture
-def under_xdist(pytester: pytest.Pytester, inner_runs: dict[str, Inner]) -> Inner:
+def under_xdist(pytester: pytest.Pytester, inner_runs: dict[str, Any]) -> Inner:
     """Two workers, each sending one of `order`'s two values."""
 
     def run() -> Inner:
@@ -106,7 +96,7 @@ def under_xdist(pytester: pytest.Pytester, inner_runs: dict[str, Inner]) -> Inne
         )  # fmt: skip
         return Inner(result, pytester.path)
 
-    return once(inner_runs, "xdist", run)
+    return run_once(inner_runs, "xdist", run)
 
 
 # -- a plugin that costs nothing until used --------------------------------------------------

@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 import ssl
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from mock_server import fixtures
 from tests.conftest import new_store
-from tests.inner import INNER_TIMEOUT, run_session
+from tests.inner import INNER_TIMEOUT, run_once, run_session
 
 pytest_plugins = ["pytester"]
 
@@ -253,17 +253,6 @@ class InnerRun:
     files: dict[str, str] = field(default_factory=dict)  # files the session wrote, by name
 
 
-@pytest.fixture(scope="module")
-def inner_runs() -> dict[str, InnerRun]:
-    return {}
-
-
-def run_once(runs: dict[str, InnerRun], key: str, run: Callable[[], InnerRun]) -> InnerRun:
-    if key not in runs:
-        runs[key] = run()
-    return runs[key]
-
-
 def write_module(pytester: pytest.Pytester, name: str, *parts: str, **constants: str) -> None:
     header = "".join(f"{k} = {v!r}\n" for k, v in constants.items())
     pytester.makepyfile(**{name: header + INNER_HELPERS + "".join(parts)})
@@ -276,7 +265,7 @@ def passed(result: pytest.RunResult, *names: str) -> None:
 
 @pytest.fixture(params=["own-mock", "under-run"])
 def behaviours(
-    pytester: pytest.Pytester, inner_runs: dict[str, InnerRun], request: pytest.FixtureRequest
+    pytester: pytest.Pytester, inner_runs: dict[str, Any], request: pytest.FixtureRequest
 ) -> pytest.RunResult:
     """One inner session of independent behaviours of the fixture and the marker: with a
     mock of its own, and under `platform-mock run`, whose mock lives in the run's process."""
@@ -318,7 +307,7 @@ def contract_session(pytester: pytest.Pytester, *options: str, violation: bool =
 
 
 @pytest.fixture
-def reported(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> InnerRun:
+def reported(pytester: pytest.Pytester, inner_runs: dict[str, Any]) -> InnerRun:
     """Two inner tests, the second breaking the contract, with the report option."""
     return run_once(
         inner_runs,
@@ -340,16 +329,14 @@ def world_session(pytester: pytest.Pytester, *options: str) -> InnerRun:
 
 
 @pytest.fixture
-def command_line_world(
-    pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]
-) -> pytest.RunResult:
+def command_line_world(pytester: pytest.Pytester, inner_runs: dict[str, Any]) -> pytest.RunResult:
     """Inner tests run with --platform-mock-seed 3 --platform-mock-fixtures extra.yaml."""
     options = ("--platform-mock-seed", "3", "--platform-mock-fixtures", "extra.yaml")
     return run_once(inner_runs, "command-line", lambda: world_session(pytester, *options)).result
 
 
 @pytest.fixture
-def ini_world(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> pytest.RunResult:
+def ini_world(pytester: pytest.Pytester, inner_runs: dict[str, Any]) -> pytest.RunResult:
     """Inner tests run with the ini options platform_mock_seed = 3 and
     platform_mock_fixtures = extra.yaml."""
 
@@ -511,7 +498,7 @@ def test_terminal_summary_names_the_violating_request(reported):
 
 
 @pytest.fixture
-def failing_on_violation(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]) -> InnerRun:
+def failing_on_violation(pytester: pytest.Pytester, inner_runs: dict[str, Any]) -> InnerRun:
     """The two inner tests with --platform-mock-fail-on-violation and JUnit XML."""
     return run_once(
         inner_runs,
@@ -646,7 +633,7 @@ def test_deeply_nested_body_breaks_the_contract(platform_mock):
 
 
 @pytest.fixture
-def under_xdist(pytester: pytest.Pytester, inner_runs: dict[str, InnerRun]):
+def under_xdist(pytester: pytest.Pytester, inner_runs: dict[str, Any]):
     """One inner session under pytest-xdist (run once per module): its result, and what
     each inner test saw, with the files the session wrote."""
 
