@@ -2,8 +2,9 @@
 
 Connexion enforces the documents; this module is for where the mock reasons about them
 (which statuses a fault may inject, what a report counts as exercised, the schema a
-complete model response in a fixture must meet). What the documents cannot say of an
-operation (its handler, an example request, its error conditions) is `mock_server.catalog`'s.
+complete model response in a fixture must meet, the sequences of calls its links name).
+What the documents cannot say of an operation (its handler, an example request, its error
+conditions) is `mock_server.catalog`'s.
 """
 
 from __future__ import annotations
@@ -169,6 +170,24 @@ def definitions() -> dict[str, dict[str, Any]]:
 def operations() -> dict[str, Operation]:
     """Every operation of the platform API (not the admin API), by operationId."""
     return {op.operation_id: op for name in PLATFORM_SPECS for op in _operations_of(name)}
+
+
+WORKFLOW = "x-workflow"  # the extension naming the workflow a link of the spec belongs to
+
+
+def workflows() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    """The control plane's links, by the workflow each names (`x-workflow`): workflow ->
+    (operationId, status) -> links by name, without the extension. A sequence of calls worth
+    checking is written in the contract as such a link; the fuzzing runs each workflow."""
+    found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    for methods in resolved(spec(CONTROL_PLANE_SPEC))["paths"].values():
+        for definition in methods.values():
+            for status, response in definition["responses"].items():
+                for name, link in response.get("links", {}).items():
+                    kept = {k: v for k, v in link.items() if k != WORKFLOW}
+                    by_source = found.setdefault(link[WORKFLOW], {})
+                    by_source.setdefault((definition["operationId"], status), {})[name] = kept
+    return found
 
 
 @cache

@@ -7,7 +7,9 @@ a document differs from what this writes, so no row is kept by hand:
 - README, "The operations": one row per operation of the contract. The rows keep their
   numbers (the README refers to operations by them); a new operation gets the next one, and
   the row of an operation the contract no longer has goes.
-- README, "Reliability": the number of operations the fuzzing covers.
+- README, "Reliability": the number of operations the fuzzing covers, the workflows of
+  linked calls it runs (the spec's links, `contract.workflows()`), and the number of cases
+  of the bad-input suite (which pages every paginated operation).
 - README, "Errors", and `spec/control-plane.yaml` (`info.description`): one row per error
   class, `condition | status | code`.
 """
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import re
 import sys
+from math import prod
 from pathlib import Path
+from types import ModuleType
 
 from mock_server import catalog, contract, errors
 
@@ -29,6 +33,8 @@ OPERATIONS_HEAD = "| # | operation | operationId |\n|---|---|---|\n"
 ERRORS_HEAD = "| condition | status | code |\n|---|---|---|\n"
 ERROR_ROW = re.compile(r"^\| .+ \| \d{3} \| \d{5} \|$")
 COUNTED = re.compile(r"all \d+ operations")
+WORKFLOWS = re.compile(r"the spec's workflows: [^)]*\)")
+BAD_INPUTS = re.compile(r"(\(`tests/test_bad_inputs\.py`\): )\d+ cases")
 
 
 def _shown_path(operation: contract.Operation) -> str:
@@ -72,11 +78,38 @@ def _replace_table(text: str, head: str, table: str, indent: str = "") -> str:
     return text[:start] + table + text[end:]
 
 
+def cases(module: ModuleType) -> int:
+    """How many test cases a test module's functions make: each parametrised one counts the
+    product of its parameter lists."""
+    total = 0
+    for name, function in vars(module).items():
+        if name.startswith("test_") and callable(function):
+            total += prod(
+                len(mark.args[1])
+                for mark in getattr(function, "pytestmark", [])
+                if mark.name == "parametrize"
+            )
+    return total
+
+
 def readme(text: str) -> str:
-    """The README with its generated tables and count as they should be."""
+    """The README with its generated tables, counts and lists as they should be."""
+    from tests import test_bad_inputs  # the suite itself: imported only when counted
+
     text = _replace_table(text, OPERATIONS_HEAD, operations_table(text))
     text = _replace_table(text, ERRORS_HEAD, errors_table())
-    return COUNTED.sub(f"all {len(contract.operations())} operations", text)
+    text = _once(COUNTED, f"all {len(contract.operations())} operations", text)
+    named = ", ".join(f"`{workflow}`" for workflow in contract.workflows())
+    text = _once(WORKFLOWS, f"the spec's workflows: {named})", text)
+    return _once(BAD_INPUTS, rf"\g<1>{cases(test_bad_inputs)} cases", text)
+
+
+def _once(pattern: re.Pattern[str], replacement: str, text: str) -> str:
+    """The text with the one place the pattern matches replaced (a document that lost that
+    place fails, rather than going unchecked)."""
+    written, count = pattern.subn(replacement, text)
+    assert count == 1, f"{pattern.pattern!r} matches {count} places of the document"
+    return written
 
 
 def spec(text: str) -> str:

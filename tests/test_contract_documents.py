@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -483,3 +485,32 @@ def test_a_new_operation_gets_the_next_number_and_a_gone_one_its_row_removed():
     renumbered = tables.OPERATION_ROW.findall(tables.operations_table(gone))
     assert [op for *_, op in renumbered] == [op for *_, op in rows[1:-1]] + [first[3], last[3]]
     assert [int(n) for n, *_ in renumbered] == list(range(1, len(rows) + 1))
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        pytest.param(tables.COUNTED, id="operations-count"),
+        pytest.param(tables.WORKFLOWS, id="workflows"),
+        pytest.param(tables.BAD_INPUTS, id="bad-input-count"),
+    ],
+)
+def test_a_readme_that_lost_a_written_phrase_fails_rather_than_goes_unchecked(phrase):
+    text = phrase.sub("(gone)", (ROOT / "README.md").read_text())
+    with pytest.raises(AssertionError, match="matches 0 places"):
+        tables.readme(text)
+
+
+def test_the_bad_input_count_is_the_number_of_cases_pytest_collects():
+    from tests import test_bad_inputs
+
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_bad_inputs.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    cases = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert tables.cases(test_bad_inputs) == len(cases)

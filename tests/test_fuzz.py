@@ -332,26 +332,8 @@ def _paths_by_operation_id(raw: dict[str, Any]) -> dict[str, tuple[str, str]]:
     }
 
 
-WORKFLOW = "x-workflow"  # the extension naming the workflow a link of the spec belongs to
-
-
-def _workflows() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
-    """The spec's links, by the workflow each names (`x-workflow`): workflow -> (operation,
-    status) -> links. Each workflow is one machine over the operations it names; a new
-    sequence to check is a link in the spec."""
-    found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-    document = contract.resolved(contract.spec(contract.CONTROL_PLANE_SPEC))
-    for methods in document["paths"].values():
-        for definition in methods.values():
-            for status, response in definition["responses"].items():
-                for name, link in response.get("links", {}).items():
-                    kept = {k: v for k, v in link.items() if k != WORKFLOW}
-                    by_source = found.setdefault(link[WORKFLOW], {})
-                    by_source.setdefault((definition["operationId"], status), {})[name] = kept
-    return found
-
-
-WORKFLOWS = _workflows()
+WORKFLOW = contract.WORKFLOW
+WORKFLOWS = contract.workflows()
 
 
 def test_every_link_of_the_spec_belongs_to_a_workflow():
