@@ -6,7 +6,8 @@ statuses (`contract.operations()`). What they cannot say its handler declares be
 of each of its own error statuses, the client model of its success body. The catalog
 gathers those entries from the handler modules and completes each with what its contract
 implies: the condition of each generic status it documents (400 for a request that breaks
-the contract, 401 for an expired token, 413 and 415 for a body, 500 and 503). The journal,
+the contract, 401 for an expired token, 413 and 415 for a body, 500 and 503), and whether it
+only reads (GET, unless its handler declares otherwise). The journal,
 the faults, the report and the generic test suites read both, so adding an operation means
 its spec, its handler with its entry, its state rule and its own tests; tests fail when an
 operation of the specs has no entry, or an entry no operation.
@@ -89,9 +90,14 @@ def _gathered() -> tuple[dict[str, Entry], dict[str, Entry]]:
         for operation_id, entry in declared(module).items():
             assert operation_id not in platform and operation_id not in admin_api, operation_id
             if operation_id in operations:
-                own = entry.errors
-                conditions = {**generic_conditions(operations[operation_id]), **own}
-                platform[operation_id] = dataclasses.replace(entry, errors=conditions)
+                operation = operations[operation_id]
+                platform[operation_id] = dataclasses.replace(
+                    entry,
+                    errors={**generic_conditions(operation), **entry.errors},
+                    read_only=(
+                        operation.method == "GET" if entry.read_only is None else entry.read_only
+                    ),
+                )
             else:
                 admin_api[operation_id] = entry
     # In the contract's order, as the suites list them.

@@ -11,7 +11,9 @@ requests whose documented error the contract names (no token; a role-binding que
 neither mode; an unknown job; an unknown model response; a `limit` of 0): for those, a
 status or code other than the contract's is drift too. Nothing here changes the target; the
 one operation that may (`getOrCreatePersonalAccessToken` creates the token it is asked for
-when there is none) is called only with `--create-token NAME`.
+when there is none) is called only with `--create-token NAME`. Last, every other operation
+that only reads (`catalog`'s `read_only`) whose example request needs nothing of the mock's
+own world, as that example.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from mock_server import catalog, contract
 from mock_server.coordinates import CONTROL_PLANE_PREFIX
 from mock_server.drift import ERROR_CODE, STATUS, Difference, Exchange
 from mock_server.proxy import Proxy
@@ -158,3 +161,23 @@ async def _requests(client: _Client, proxy: Proxy, asked: Asked) -> None:
     job = asked.jobs[0] if asked.jobs else UNKNOWN_JOB
     path = f"{api}/jobs/{quote(job, safe='')}/runs"
     await client.send("GET", path, params={"limit": 0}, expected=zero)
+    await by_example(client, proxy)
+
+
+async def by_example(client: _Client, proxy: Proxy) -> None:
+    """Every operation that only reads and that nothing above asked: its catalog example,
+    where that needs nothing of the mock's default world (no path parameter, no object
+    named), so that a new such operation of the contract is checked as it is."""
+    asked = {entry.operation_id for entry in proxy.journal}
+    operations = contract.operations()
+    for operation_id, entry in catalog.PLATFORM.items():
+        example = entry.example
+        if operation_id in asked or not entry.read_only or example is None:
+            continue
+        if example.needs_a_world():
+            continue
+        gateway = operations[operation_id].document == contract.GATEWAY_SPEC
+        root = proxy.router.gateway_prefix if gateway else ""
+        await client.send(
+            example.method, root + example.path, params=dict(example.query), json=example.body
+        )

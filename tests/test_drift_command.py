@@ -8,6 +8,7 @@ SIGTERM as CI stops it); `drift` runs in this process, as `main` would run it.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -19,14 +20,16 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import httpx
 import pytest
 import yaml
 
-from mock_server import cli, drift_files, proxy_cli
+from mock_server import catalog, cli, drift_check, drift_files, proxy_cli
 from mock_server.app import MockConfig, PlatformMock
 from mock_server.drift import Exchange
+from mock_server.proxy import Proxy
 from mock_server.server import BackgroundServer
 from tests.test_drift import (
     PLANTED,
@@ -129,17 +132,39 @@ def test_a_mock_agrees_with_its_own_contract(drift, platform):
 def test_drift_checks_every_operation_that_reads(drift, platform):
     ran = drift(platform, *ids_of(platform), "--max-pages", "1")
     checked = re.findall(r"^  (\w+) +agrees", ran.out, re.MULTILINE)
-    assert sorted(checked) == sorted(
-        [
-            "generateRoleBindingManifests",
-            "listSecretDeployments",
-            "listJobRuns",
-            "getSession",
-            "getMinCliVersion",
-            "getTenantId",
-            "getModelResponse",
-        ]
-    )
+    reading = [op for op, entry in catalog.PLATFORM.items() if entry.read_only]
+    assert sorted(checked) == sorted(reading)
+
+
+def test_an_operation_that_reads_and_needs_no_world_is_sent_as_its_example(platform):
+    sent: list[tuple[str, str]] = []
+
+    class Sent:
+        async def send(self, method: str, path: str, **request: Any) -> None:
+            sent.append((method, path))
+
+    proxy = Proxy(platform.url)
+    asyncio.run(drift_check.by_example(cast(Any, Sent()), proxy))
+    expected = [
+        (entry.example.method, entry.example.path)
+        for entry in catalog.PLATFORM.values()
+        if entry.read_only and entry.example and not entry.example.needs_a_world()
+    ]
+    assert ("GET", "/api/svc/v1/session") in expected
+    assert sent == expected
+
+
+@pytest.mark.parametrize(
+    ("operation_id", "needs"),
+    [
+        pytest.param("getSession", False, id="nothing"),
+        pytest.param("listJobRuns", True, id="path-parameter"),
+        pytest.param("generateRoleBindingManifests", True, id="object-in-the-query"),
+        pytest.param("listSecretDeployments", True, id="object-in-the-body"),
+    ],
+)
+def test_an_example_needs_a_world_when_it_names_a_part_of_it(operation_id, needs):
+    assert catalog.example(operation_id).needs_a_world() is needs
 
 
 def test_drift_changes_nothing_on_the_target(drift, platform):

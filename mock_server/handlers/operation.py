@@ -13,7 +13,7 @@ filled with their ids for a given store: ids depend on the world's seed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -64,6 +64,17 @@ def fill(value: Any, store: Store) -> Any:
     return value
 
 
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
 @dataclass(frozen=True)
 class Request:
     """An example filled for one store: what a client sends."""
@@ -85,6 +96,13 @@ class Example:
     query: Mapping[str, Any] = field(default_factory=dict)
     body: Any = None
     caller: str = DEFAULT_CALLER  # the e-mail of the user whose development token sends it
+
+    def needs_a_world(self) -> bool:
+        """Whether the example names anything of the default world: a path parameter, or an
+        object by reference. One that does not is a valid request of any platform's."""
+        return bool(self.params) or any(
+            REFERENCE.search(text) for text in _strings([dict(self.query), self.body])
+        )
 
     def request(self, store: Store) -> Request:
         """The request filled with the ids of the objects it names in this store."""
@@ -117,6 +135,11 @@ class Entry:
     client_model: str = ""
     # The top-level field of the body the model reads, where the client models only that.
     client_field: str = ""
+    # Whether the operation changes nothing on the platform: as declared where its method
+    # says otherwise (a GET that creates, a POST that only reads); in the catalog, for every
+    # operation of the platform, derived from the method elsewhere (GET reads only). The
+    # drift check sends only such operations to a real platform.
+    read_only: bool | None = None
 
 
 ENTRY = "platform_mock_operation"  # the attribute of a handler holding its (operationId, Entry)
@@ -130,13 +153,15 @@ def operation(
     *,
     client_model: str = "",
     client_field: str = "",
+    read_only: bool | None = None,
 ) -> Callable[[H], H]:
     """Declare the function below the handler of `operation_id`, with its entry's facts:
     `errors` holds the conditions of its own error statuses (the generic ones, such as 400
-    for a request that breaks the contract, are derived from its contract)."""
+    for a request that breaks the contract, are derived from its contract); `read_only`
+    only where the operation's method would say otherwise."""
 
     def declared(handler: H) -> H:
-        entry = Entry(handler, example, dict(errors or {}), client_model, client_field)
+        entry = Entry(handler, example, dict(errors or {}), client_model, client_field, read_only)
         setattr(handler, ENTRY, (operation_id, entry))
         return handler
 

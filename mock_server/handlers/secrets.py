@@ -17,6 +17,7 @@ from mock_server.handlers.operation import Example, operation
         "/api/svc/v1/secrets/deployments",
         body={"secretIds": ["<secret:llm-keys/OPENAI_API_KEY>", "<secret:llm-keys/HF_TOKEN>"]},
     ),
+    read_only=True,  # a POST only for the length of its list of ids
 )
 def list_deployments(body: dict[str, Any], *, limit: int, offset: int) -> dict[str, Any]:
     # limit and offset: Connexion fills in the spec's defaults.

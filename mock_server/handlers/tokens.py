@@ -14,6 +14,7 @@ from mock_server.handlers.operation import Example, operation
     "getOrCreatePersonalAccessToken",
     Example("GET", "/api/svc/v1/personal-access-tokens/{name}", params={"name": "ci"}),
     {400: errors.InvalidTeam},
+    read_only=False,  # a GET that creates the token it is asked for when there is none
 )
 def get_or_create(name: str, team_name: str | None = None) -> dict[str, Any]:
     return render.issued_token(store().tokens.get_or_create(caller(), name, team_name))
