@@ -16,21 +16,13 @@ operation of the specs has no entry, or an entry no operation.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from mock_server import contract, errors
+from mock_server import contract, errors, handlers
 from mock_server.errors import PlatformError
-from mock_server.handlers import (
-    admin,
-    artifacts,
-    gateway,
-    jobs,
-    role_bindings,
-    secrets,
-    session,
-    tokens,
-)
 from mock_server.handlers.operation import (
     DEFAULT_CALLER,
     KINDS,
@@ -58,8 +50,12 @@ __all__ = [
     "handler",
 ]
 
-# The modules whose handlers declare the operations (one per resource of the platform).
-HANDLER_MODULES = (role_bindings, secrets, artifacts, tokens, jobs, session, gateway, admin)
+# Every module of `mock_server/handlers/` (one per resource of the platform, and its
+# helpers, which declare nothing): a handler module of a new resource is found, not listed.
+HANDLER_MODULES = tuple(
+    importlib.import_module(f"{handlers.__name__}.{module.name}")
+    for module in sorted(pkgutil.iter_modules(handlers.__path__), key=lambda m: m.name)
+)
 
 # Statuses every operation of the platform may document, each with its one condition. A
 # fault's 401 is an expired token: what a long-running client meets.

@@ -203,12 +203,6 @@ class WorldNotFound(PlatformError):
     default_message = "No world with this id is served beside this mock"
 
 
-class TenantNotFound(PlatformError):
-    status, code = 404, 40411
-    condition = "no tenant serves the host name (a world without fixtures)"
-    default_message = "No tenant serves this host name: the world has no tenant yet"
-
-
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501
@@ -235,12 +229,6 @@ class ArtifactVersionExists(PlatformError):
     status, code = 409, 40902
     condition = "artifact version number already exists"
     default_message = "This version of the artifact already exists"
-
-
-class ArtifactVersionFailed(PlatformError):
-    status, code = 409, 40903
-    condition = "artifact version failed staging and takes no tags"
-    default_message = "This artifact version failed staging and takes no tags"
 
 
 # 413, 415

@@ -48,28 +48,6 @@ def _runs_path(store) -> str:
 # -- who may call it ---------------------------------------------------------------------------
 
 
-ADMIN_REQUESTS = [
-    pytest.param("GET", "/state", id="get-state"),
-    pytest.param("GET", "/journal", id="get-journal"),
-    pytest.param("GET", "/faults", id="get-faults"),
-    pytest.param("GET", "/report", id="get-report"),
-    pytest.param("POST", "/reset", id="post-reset"),
-    pytest.param("DELETE", "/faults", id="delete-faults"),
-]
-
-
-@pytest.mark.parametrize(("method", "path"), ADMIN_REQUESTS)
-def test_admin_api_without_token_is_401(anonymous, method, path):
-    assert_error(anonymous.request(method, "/__admin" + path), 401, 40101)
-
-
-@pytest.mark.parametrize(("method", "path"), ADMIN_REQUESTS)
-def test_admin_api_with_a_platform_users_token_is_403(anonymous, mock, method, path):
-    headers = {"Authorization": f"Bearer {mock.auth.dev_token()}"}  # alice, tenant admin
-    body = assert_error(anonymous.request(method, "/__admin" + path, headers=headers), 403, 40301)
-    assert "admin" in body["message"]
-
-
 def test_platform_token_cannot_reset_the_world(anonymous, api, mock, store):
     assert api.delete(_group_path(store, "llm-keys")).status_code == 200
     headers = {"Authorization": f"Bearer {token_of(mock, 'bob@acme.example')}"}
@@ -723,7 +701,7 @@ def test_admin_operation_with_a_platform_token_is_a_documented_403(
 
     response = _send(anonymous, operation_id, headers={"Authorization": f"Bearer {token}"})
 
-    assert_error(response, 403, 40301)
+    assert "admin" in assert_error(response, 403, 40301)["message"]
     assert 403 in _documented(operation_id)
     assert _everything(admin) == before
 

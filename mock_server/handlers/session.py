@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mock_server import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, current, store
 from mock_server.handlers.operation import Example, operation
+from mock_server.state.identity import TenantNotFound
 
 # The oldest client versions the platform serves: every published one. Refreshing a login
 # through the auth server (`useSFYServerAuthAPIs` false) is never needed: the mock's tokens
@@ -46,7 +46,7 @@ def min_cli_version() -> dict[str, Any]:
 @operation(
     "getTenantId",
     Example("GET", "/api/svc/v1/tenant-id", query={"hostName": "127.0.0.1:8080"}),
-    {404: errors.TenantNotFound},
+    {404: TenantNotFound},
     client_model="truefoundry.common.entities:TenantInfo",
 )
 def tenant_id(host_name: str) -> dict[str, str]:

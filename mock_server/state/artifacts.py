@@ -27,6 +27,12 @@ KIND_FOLDERS = {
 }
 
 
+class ArtifactVersionFailed(errors.PlatformError):
+    status, code = 409, 40903
+    condition = "artifact version failed staging and takes no tags"
+    default_message = "This artifact version failed staging and takes no tags"
+
+
 class Artifacts(Area):
     """Artifacts live in ML repos; a tag names at most one version of an artifact."""
 
@@ -118,7 +124,7 @@ class Artifacts(Area):
         repo_resource = self.world.resources[("mlf-project", artifact.ml_repo_id)]
         self.identity.require(caller, "write", repo_resource)
         if version.failed:
-            raise errors.ArtifactVersionFailed(
+            raise ArtifactVersionFailed(
                 f"Artifact version {version.fqn} ({version.id}) failed staging; it takes no tags"
             )
         wanted = list(dict.fromkeys(tags))

@@ -79,6 +79,12 @@ class Session:
     tenant: Resource
 
 
+class TenantNotFound(errors.PlatformError):
+    status, code = 404, 40411
+    condition = "no tenant serves the host name (a world without fixtures)"
+    default_message = "No tenant serves this host name: the world has no tenant yet"
+
+
 class Identity(Area):
     """Subjects, resources and grants of the tenant."""
 
@@ -273,7 +279,7 @@ class Identity(Area):
     def tenant_of_host(self, host_name: str) -> Resource:
         """The tenant serving a host name: the world's one tenant, whatever the name."""
         if self.world.tenant is None:
-            raise errors.TenantNotFound(
+            raise TenantNotFound(
                 f"No tenant serves {host_name!r}: the world has none (load fixtures that name one)"
             )
         return self.world.tenant

@@ -106,15 +106,7 @@ class Store:
         self.artifacts: Artifacts = Artifacts(self, self.identity)
         self.tokens: Tokens = Tokens(self, self.identity)
         self.gateway: Gateway = Gateway(self)
-        self.areas: tuple[Area, ...] = (
-            self.identity,
-            self.secrets,
-            self.jobs,
-            self.deployments,
-            self.artifacts,
-            self.tokens,
-            self.gateway,
-        )
+        self.areas: tuple[Area, ...] = tuple(v for v in vars(self).values() if isinstance(v, Area))
         self._loaders = self._gather_loaders()
         self.world = World()
         self.sources = Sources(seed)
