@@ -289,3 +289,20 @@ def test_no_private_name_of_a_library_outside_its_fence(name):
 )
 def test_a_private_name_of_a_library_is_found(source):
     assert foreign_private_names(source, {"_seen_not"}) != []
+
+
+# -- the checks above can fail --------------------------------------------------------------
+
+
+def test_the_import_reader_sees_the_web_framework_behind_the_fence():
+    assert "!connexion" in set().union(*(imports(n) for n in MODULES if n.startswith("http.")))
+
+
+def test_an_import_that_looks_up_is_found(tmp_path, monkeypatch):
+    module = tmp_path / "store.py"
+    module.write_text("from mock_server.app import PlatformMock\nimport flask\n")
+    monkeypatch.setitem(MODULES, "state.looking_up", module)
+    found = imports("state.looking_up")
+    assert found == {"app", "!flask"}
+    assert layer_of("app") > layer_of("state.looking_up")
+    assert not LAYERS[layer_of("state.looking_up")][0].startswith(FENCE)
