@@ -12,7 +12,9 @@ ContextMiddleware (whose context only Connexion's own views read), with the mock
 
 Middlewares replaced in Connexion's stack (`app.REPLACED`, by subclassing each):
 - `SwaggerUIMiddleware`: its router runs only for paths under the docs' prefixes, not on
-  every API request.
+  every API request; its `add_api` is Connexion's with `SwaggerUIAPI` subclassed, whose
+  `_spec_for_prefix` (after `_base_path_for_prefix`) names the mock's own URL in the
+  `servers` of each document served, where Connexion names the base path alone.
 - `RoutingMiddleware`: Starlette's slash redirects are turned off (`redirect_slashes`), so
   `/secret-groups/x/` is a 404 before authentication, not a 307 to a delete.
 - `RequestValidationMiddleware`: `api_cls` makes `_PlannedRequestValidation`, which reads
