@@ -22,8 +22,6 @@ from typing import IO, NoReturn
 # command; the command never uses it.
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 
-import uvicorn  # noqa: E402
-
 from mock_server import __version__, errors, report_files  # noqa: E402
 from mock_server.app import (  # noqa: E402
     ADMIN_PREFIX,
@@ -48,6 +46,7 @@ from mock_server.report import (  # noqa: E402
 )
 from mock_server.server import (  # noqa: E402
     BackgroundServer,
+    Server,
     Worlds,
     bind,
     user_token,
@@ -287,7 +286,7 @@ def _gateway_prefix_problem(prefix: str) -> str | None:
     return None
 
 
-class _Server(uvicorn.Server):
+class _Server(Server):
     """uvicorn, announcing when it is ready and exiting with 0 after a stop signal, and at
     once after a second one."""
 
@@ -342,7 +341,7 @@ def serve(args: argparse.Namespace) -> int:
     if not args.quiet:
         request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
     config = uvicorn_config(mock, log_level=args.log_level)
-    server = _Server(config)
+    server = _Server(config, mock)
     server.out = out
     mock.worlds = worlds = Worlds(mock, host)
     try:

@@ -78,11 +78,16 @@ def rules_broken(entry: Entry) -> list[str]:
     out, so that every request that broke one rule is counted under one name."""
     named = []
     for detail in entry.details[:MAX_SHOWN_DETAILS]:
-        field_ = _INDEX.sub("[]", str(detail.get("field", "")))
-        name = " ".join(part for part in (str(detail.get("location", "")), field_) if part)
+        name = rule_name(detail)
         if name and name not in named:
             named.append(name)
     return named or [f"{entry.code}: {errors.condition(entry.code)}"]
+
+
+def rule_name(detail: dict[str, Any]) -> str:
+    """The rule one violation broke, as `rules_broken` names it ("" if it names no place)."""
+    field_ = _INDEX.sub("[]", str(detail.get("field", "")))
+    return " ".join(part for part in (str(detail.get("location", "")), field_) if part)
 
 
 @dataclass

@@ -128,6 +128,19 @@ def uvicorn_config(
     return config
 
 
+class Server(uvicorn.Server):
+    """uvicorn, ending the live view's event streams (`mock.live`) as a stop begins: uvicorn
+    waits for every response in flight, and a stream has no end of its own."""
+
+    def __init__(self, config: uvicorn.Config, mock: PlatformMock):
+        super().__init__(config)
+        self.mock = mock
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.mock.live.close()
+        await super().shutdown(sockets)
+
+
 def user_token(mock: PlatformMock) -> str | None:
     """The default user's token, or None in a world without users."""
     try:
@@ -156,7 +169,7 @@ class BackgroundServer:
         self.mock = mock
         self._sock = bind(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
-        self._server = uvicorn.Server(uvicorn_config(mock))
+        self._server = Server(uvicorn_config(mock), mock)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )

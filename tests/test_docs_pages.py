@@ -26,6 +26,7 @@ METHODS = ("get", "put", "post", "delete", "patch")
 PREREQUISITES = {
     "adminDeleteFault": ["adminAddFault"],
     "adminDeleteWorld": ["adminCreateWorld"],
+    "adminGetRequest": ["getSession"],
 }
 
 

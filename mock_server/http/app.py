@@ -55,6 +55,7 @@ from mock_server import catalog, contract, errors
 from mock_server.coordinates import base_url
 from mock_server.handlers.context import EXTENSION
 from mock_server.http import wsgi
+from mock_server.http.events import EventStream
 from mock_server.http.middleware import (
     FaultInjection,
     PathGuard,
@@ -195,6 +196,9 @@ def middlewares(mock: PlatformMock) -> list[Any]:
             # After security and request validation: a faulty request is still a valid one.
             stack.append(functools.partial(FaultInjection, faults=mock.faults))
             continue
+        if middleware is ResponseValidationMiddleware:
+            # The live view's stream, checked on its way in, never held to be checked whole.
+            stack.append(functools.partial(EventStream, hub=mock.live))
         stack.append(middleware)
         if middleware is RoutingMiddleware:
             stack.append(RouteNotes)
