@@ -54,6 +54,7 @@ from mock_server.server import (  # noqa: E402
 )
 from mock_server.state import Store  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
+from mock_server.view.page import url as view_url  # noqa: E402
 
 EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
@@ -361,6 +362,7 @@ def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, 
         f"  control plane: {base}{CONTROL_PLANE_PREFIX}",
         f"  gateway:       {gateway}",
         f"  API docs:      {base}/docs/  and  {gateway}/docs/",
+        f"  live view:     {view_url(base)}  (open it with the admin token)",
     ]
     if args.cors:
         lines.append(f"  CORS origins:  {', '.join(args.cors)}")

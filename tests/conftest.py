@@ -133,6 +133,7 @@ SHARED_SETUP_FIRST = (
     "test_plugin_ci.py",
     "test_run_command.py",
     "test_run_ci.py",
+    "test_live_view_browser.py",
 )
 
 

@@ -74,6 +74,7 @@ from mock_server.http.validators import (
     YAMLTextValidator,
 )
 from mock_server.validation import invalid_request
+from mock_server.view.page import ViewPage
 
 if TYPE_CHECKING:
     from mock_server.app import PlatformMock
@@ -192,6 +193,7 @@ def middlewares(mock: PlatformMock) -> list[Any]:
         middleware = REPLACED.get(middleware, middleware)
         if middleware is SwaggerUIMiddleware:
             stack.append(PathGuard)  # even the docs are not served a path no client means
+            stack.append(ViewPage)  # the live view's page, beside the docs
         if middleware is ConnexionContextMiddleware:
             # After security and request validation: a faulty request is still a valid one.
             stack.append(functools.partial(FaultInjection, faults=mock.faults))

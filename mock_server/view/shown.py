@@ -32,6 +32,7 @@ def row(entry: Entry) -> dict[str, Any]:
     query = "&".join(f"{k}={v}" for k, values in entry.query.items() for v in values)
     return {
         "seq": entry.seq,
+        "order": entry.order,
         "time": _time(entry.started),
         "method": escape.text(entry.method),
         "path": escape.text(entry.path),
