@@ -55,6 +55,7 @@ from mock_server.server import (  # noqa: E402
 from mock_server.state import Store  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
 from mock_server.view.page import url as view_url  # noqa: E402
+from mock_server.watch import FixtureWatcher  # noqa: E402
 
 EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
@@ -193,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the control plane and the gateway")
     _serving_options(serve, default_port=8080)
     _world_options(serve)
+    serve.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the world when a --fixtures file changes (the journal is kept; an edit "
+        "that cannot load keeps the running world and says why)",
+    )
 
     run = commands.add_parser(
         "run",
@@ -268,6 +275,8 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
         problem = origin_problem(origin)
         if problem:
             return EXIT_USAGE, f"--cors {origin!r}: {problem}"
+    if getattr(args, "watch", False) and not args.fixtures:
+        return EXIT_USAGE, "--watch follows the files of --fixtures: give one at least"
     return None
 
 
@@ -345,9 +354,19 @@ def serve(args: argparse.Namespace) -> int:
     server = _Server(config, mock)
     server.out = out
     mock.worlds = worlds = Worlds(mock, host)
+    watcher = None
+    if args.watch:
+        watcher = FixtureWatcher(
+            mock,
+            say=lambda line: print(line, file=out, flush=True),
+            complain=lambda text: print(text, file=sys.stderr, flush=True),
+        ).start()
+        watcher.ready.wait(5)  # an edit right after the banner is seen
     try:
         server.run(sockets=[sock])
     finally:
+        if watcher is not None:
+            watcher.stop()
         worlds.close()
     return _finish(mock, args, out)
 
@@ -366,6 +385,8 @@ def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, 
     ]
     if args.cors:
         lines.append(f"  CORS origins:  {', '.join(args.cors)}")
+    if getattr(args, "watch", False):
+        lines.append(f"  watching:      {', '.join(args.fixtures)} (an edit reloads the world)")
     lines += [
         f"  token:         {user_token(mock) or NO_USER}",
         f"  admin token:   {mock.auth.admin_token()}  (admin API: {base}{ADMIN_PREFIX})",

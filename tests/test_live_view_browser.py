@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
+from mock_server import MockConfig, PlatformMock
+from mock_server.server import BackgroundServer
+from mock_server.watch import FixtureWatcher
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # As this machine's notes say Chromium runs here: headless (Playwright's default), as root
 # without a sandbox, and never reaching out to Google's hosts.
@@ -264,3 +268,30 @@ def test_the_page_goes_on_after_the_journal_is_cleared(view, api, admin):
     expect(_rows(view.page)).to_have_count(0, timeout=2000)
     api.get("/session")
     expect(_rows(view.page)).to_have_count(1, timeout=1000)
+
+
+def test_a_fixture_edit_refused_shows_every_problem_and_a_fixed_one_reloads(browser, tmp_path):
+    path = tmp_path / "people.yaml"
+    path.write_text("users:\n  - email: dana@acme.example\n")
+    mock = PlatformMock(MockConfig(fixtures=[path]))
+    watcher = FixtureWatcher(mock, lambda line: None, lambda text: None)
+    with BackgroundServer(mock) as server:
+        watched = open_view(browser, server.url, mock.auth.admin_token())
+        banner = watched.page.locator("#reload")
+        path.write_text("users:\n  - email: erin@acme.example\n    nick: e\n  - emial: x\n")
+
+        refused = watcher.reload(["people.yaml"])
+
+        expect(banner).to_contain_text("was not loaded; the world is as it was", timeout=1000)
+        expect(banner.locator("li")).to_have_count(len(refused["errors"]))
+        expect(banner.locator("li").first).to_contain_text("people.yaml:2: users[0]:")
+        expect(banner.locator("li").last).to_contain_text("people.yaml:4: users[1]:")
+        path.write_text("users:\n  - email: erin@acme.example\n")
+
+        watcher.reload(["people.yaml"])
+
+        expect(banner).to_contain_text("Fixtures reloaded", timeout=1000)
+        watched.page.click("button[data-tab=world]")
+        expect(watched.page.locator("#kinds button", has_text="users")).to_have_text("users 4")
+        watched.page.context.close()
+    assert watched.errors == []
