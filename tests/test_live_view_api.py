@@ -423,7 +423,10 @@ def test_a_reader_that_does_not_read_holds_nothing_but_its_own_stream(server, mo
             b"GET /__admin/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"Authorization: Bearer " + admin_token.encode() + b"\r\n\r\n"
         )
-        time.sleep(0.2)
+        idle.settimeout(10)
+        opened = b""
+        while b"event: hello" not in opened:  # subscribed: what is published now is its
+            opened += idle.recv(4096)
         # Far more events than the reader's buffers and its queue take.
         for _ in range(live.QUEUE_LIMIT + 200):
             mock.live.publish("faults", {"padding": "x" * 4000})
