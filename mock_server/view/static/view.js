@@ -25,6 +25,7 @@ const state = {
   offset: 0,
   total: 0,
   following: null, // the AbortController of the event stream
+  journal: null, // what the journal holds, as the last page said
   timers: {},
 };
 
@@ -257,6 +258,7 @@ async function olderRequests() {
 }
 
 function journalLine(page) {
+  state.journal = page;
   const dropped = page.dropped ? `, ${page.dropped} dropped to stay within its budget` : "";
   $("journal-line").textContent = `${page.held} request(s) held, ${Math.round(page.heldBytes / 1024)} KiB of ${Math.round(page.budgetBytes / 1048576)} MiB${dropped}`;
 }
@@ -278,6 +280,7 @@ function arrived(row) {
   while (body.rows.length > MAX_ROWS) body.deleteRow(-1);
   $("requests-empty").hidden = true;
   $("older").hidden = state.next === null;
+  if (state.journal) journalLine({ ...state.journal, held: state.journal.held + 1 });
   later("journal-line", 1000, () => call("GET", "/requests", { query: { limit: 1 } }).then(journalLine).catch(failed));
 }
 
