@@ -325,8 +325,10 @@ function requestRow(row, fresh) {
 function renderRequests() {
   const body = clear($("requests").tBodies[0]);
   for (const row of state.rows) body.append(requestRow(row, false));
-  $("requests-empty").hidden = state.rows.length > 0;
+  $("requests-empty").hidden = state.rows.length > 0 || filtered();
   $("older").hidden = state.next === null;
+  // A search looks at a bounded part of the journal per page: say there is more to look at.
+  $("older").textContent = filtered() ? "Search older requests" : "Older requests";
 }
 
 async function openRequest(seq) {
