@@ -126,7 +126,12 @@ class FixtureWatcher:
             except fixtures.FixtureError as exc:
                 found += problems(exc)
         if found:
-            outcome.update(reloaded=False, errors=found)
+            # Shown as the view shows any text it did not write.
+            shown = [
+                {k: escape.text(v) if isinstance(v, str) else v for k, v in problem.items()}
+                for problem in found
+            ]
+            outcome.update(reloaded=False, errors=shown)
             self._complain(
                 "\n".join(
                     [

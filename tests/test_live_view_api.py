@@ -16,9 +16,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mock_server import PlatformMock, live
+from mock_server import PlatformMock, contract, live
 from mock_server.journal import Entry, Journal
 from mock_server.server import BackgroundServer
+from mock_server.state import browse
 from tests.conftest import CONTROL_PLANE, assert_error
 
 TOKENS = "/personal-access-tokens/ci"
@@ -455,3 +456,16 @@ def test_a_stream_ends_when_the_server_stops():
 
     assert time.monotonic() - started < 1.5  # not the 2 s grace of a request in flight
     opened.close()
+
+
+def test_the_kinds_of_records_are_those_the_contract_names():
+    (kind,) = [
+        p
+        for p in contract.spec(contract.ADMIN_SPEC)["paths"]["/records"]["get"]["parameters"]
+        if p["name"] == "kind"
+    ]
+    assert tuple(kind["schema"]["enum"]) == browse.KINDS
+
+
+def test_world_counts_every_kind_the_records_list(admin):
+    assert tuple(admin.get("/world").json()["counts"]) == browse.KINDS

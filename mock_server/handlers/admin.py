@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from mock_server import __version__, contract, errors, fixtures
+from mock_server import __version__, contract, errors, escape, fixtures
 from mock_server.faults import FaultRefused
 from mock_server.handlers import render
 from mock_server.handlers.context import mock
@@ -184,7 +184,7 @@ def get_world() -> dict[str, Any]:
     tenant = store.world.tenant
     return {
         "seed": store.seed,
-        "tenant": tenant.name if tenant else None,
+        "tenant": escape.text(tenant.name) if tenant else None,
         "counts": browse.counts(store),
         "reload": mock().live.last_reload,
     }

@@ -71,10 +71,11 @@ def counts(store: Store) -> dict[str, int]:
 def records(store: Store, kind: str, query: str = "", offset: int = 0, limit: int = 50) -> Found:
     """The records of a kind that `query` finds (all when empty), `limit` from `offset`;
     KeyError for a kind the world has not."""
-    lister = KINDS[kind]
-    with store.lock:
-        if kind == RUNS:
+    if kind == RUNS:
+        with store.lock:
             return _runs(store, query.strip(), offset, limit)
+    lister = _LISTERS[kind]
+    with store.lock:
         words = query.lower().split()
         if not words:  # counted from the container, not walked
             total = counts(store)[kind]
@@ -165,12 +166,6 @@ def _run(run: JobRun) -> Record:
     if run.error is not None:
         shown["error"] = run.error
     return Record(run.id, f"{run.name} {run.status}", shown)
-
-
-def _all_runs(store: Store) -> Iterator[Record]:
-    for app_id in store.world.job_runs:
-        for run in _index(store, app_id).order("startTime", "desc"):
-            yield _run(run)
 
 
 def _index(store: Store, app_id: str) -> RunIndex:
@@ -293,17 +288,30 @@ def _model_responses(store: Store) -> Iterator[Record]:
         )
 
 
-# Each kind the view lists, in the order it shows them, with how its records are walked.
-KINDS: dict[str, Callable[[Store], Iterator[Record]]] = {
+# How the records of each kind but job runs are walked (runs go through their index).
+_LISTERS: dict[str, Callable[[Store], Iterator[Record]]] = {
     "users": _subjects("user"),
     "teams": _subjects("team"),
     "virtualAccounts": _subjects("virtualaccount"),
     "agents": _subjects("agent"),
     "grants": _grants,
     "applications": _applications,
-    RUNS: _all_runs,
     "secretGroups": _secret_groups,
     "artifactVersions": _artifact_versions,
     "personalAccessTokens": _tokens,
     "modelResponses": _model_responses,
 }
+# Every kind the view lists, in the order it shows them (and `counts` counts them).
+KINDS = (
+    "users",
+    "teams",
+    "virtualAccounts",
+    "agents",
+    "grants",
+    "applications",
+    RUNS,
+    "secretGroups",
+    "artifactVersions",
+    "personalAccessTokens",
+    "modelResponses",
+)
