@@ -469,3 +469,13 @@ def test_the_kinds_of_records_are_those_the_contract_names():
 
 def test_world_counts_every_kind_the_records_list(admin):
     assert tuple(admin.get("/world").json()["counts"]) == browse.KINDS
+
+
+def test_a_body_past_what_the_journal_keeps_is_shown_cut_saying_so(admin, api):
+    sent = json.dumps({"secretIds": ["secret-hf-token"] * 8000}).encode()  # about 150 KB
+    api.post("/secrets/deployments", content=sent, headers={"Content-Type": "application/json"})
+    (line,) = _page(admin)["data"]
+
+    shown = _opened(admin, line["seq"])["request"]["body"]
+
+    assert shown.endswith(f"… (the first {64 * 1024} of {len(sent)} bytes)")

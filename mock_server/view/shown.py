@@ -66,6 +66,12 @@ def body(raw: bytes, size: int) -> str:
     return shown
 
 
+def _sent_size(entry: Entry) -> int:
+    """The size of the body a request sent: its Content-Length, when it is a number."""
+    declared = entry.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() and len(declared) < 20 else len(entry.raw_body)
+
+
 def _headers(found: dict[str, str]) -> list[list[str]]:
     return [[escape.text(k), escape.text(v)] for k, v in masking.headers(found).items()]
 
@@ -78,7 +84,7 @@ def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) 
         "message": _text(entry.message),
         "request": {
             "headers": _headers(entry.headers),
-            "body": body(entry.raw_body, len(entry.raw_body)),
+            "body": body(entry.raw_body, _sent_size(entry)),
         },
         "response": {
             "headers": _headers(entry.response_headers),
