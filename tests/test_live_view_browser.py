@@ -178,12 +178,13 @@ def test_the_token_never_reaches_a_url_and_stays_for_the_tab(view, mock):
 
 
 def test_a_new_tab_asks_for_the_token(browser, server, view):
-    other = browser.new_context().new_page()
-    other.goto(server.url + VIEW)
+    other = Watched(browser.new_context().new_page())
+    other.page.goto(server.url + VIEW)
 
-    expect(other.locator("#gate")).to_be_visible()
-    expect(other.locator("#main")).to_be_hidden()
-    other.context.close()
+    expect(other.page.locator("#gate")).to_be_visible()
+    expect(other.page.locator("#main")).to_be_hidden()
+    other.page.context.close()
+    assert other.errors == []
 
 
 def test_a_wrong_token_is_refused_and_asked_again(browser, server, mock):

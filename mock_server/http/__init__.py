@@ -50,7 +50,8 @@ Elsewhere in this package: `security.py` subclasses `BearerSecurityHandler.get_f
 (Connexion's documented way to plug in token checks); `middleware.py` holds the mock's own
 ASGI layers and `request_log.py` the request log, which read Connexion's routing context
 (`ROUTING_CONTEXT`) and the `token_info` its security leaves in the scope; `cors.py` puts
-Starlette's CORS middleware around everything.
+Starlette's CORS middleware around everything; `events.py` streams the live view's events,
+placed before response validation (which would hold a stream until its end).
 """
 
 from mock_server.http.app import build_connexion_app
