@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
@@ -295,4 +296,71 @@ def test_a_fixture_edit_refused_shows_every_problem_and_a_fixed_one_reloads(brow
         watched.page.click("button[data-tab=world]")
         expect(watched.page.locator("#kinds button", has_text="users")).to_have_text("users 4")
         watched.page.context.close()
+    assert watched.errors == []
+
+
+# -- the API docs a newcomer opens first, in Swagger UI itself ------------------------------
+
+DOCS = {
+    "control plane": ("", "bearerAuth"),
+    "gateway": ("/gateway", "bearerAuth"),
+    "admin API": ("/__admin", "adminAuth"),
+}
+# An operation whose example names what another's makes first in a mock just started (the
+# first fault rule, the first world beside it), tried right after that one.
+AFTER = {"adminAddFault": "adminDeleteFault", "adminCreateWorld": "adminDeleteWorld"}
+# A stream that never ends: Swagger UI shows nothing until it does (spec/admin.yaml says so).
+NOT_TRIED = {"adminEvents"}
+
+
+def _try_it_out(page: Page, operation_id: str) -> str:
+    """Expand an operation, press Try it out and Execute; the status Swagger UI shows."""
+    block = page.locator(f"[id^='operations-'][id$='-{operation_id}']")
+    block.locator(".opblock-summary").click()
+    block.locator("button.try-out__btn").click()
+    block.locator("button.execute").click()
+    status = block.locator(".live-responses-table tbody .response-col_status").first
+    expect(status).to_be_visible(timeout=10000)
+    shown = status.inner_text().strip()
+    block.locator(".opblock-summary").click()  # folded again: the page stays light
+    return shown
+
+
+@pytest.mark.parametrize("document", DOCS)
+def test_every_try_it_out_of_the_docs_answers_2xx_in_the_default_world(browser, document):
+    base, scheme = DOCS[document]
+    mock = PlatformMock()
+    with BackgroundServer(mock) as server:
+        # The first request of this mock: the one `GET /requests/{id}`'s example opens.
+        httpx.get(server.url + "/api/svc/v1/min-cli-version")
+        watched = Watched(browser.new_context(viewport={"width": 1300, "height": 900}).new_page())
+        page = watched.page
+        page.goto(f"{server.url}{base}/docs/")
+        expect(page.locator(".opblock").first).to_be_visible()
+        assert page.locator(".servers select option").all_inner_texts() == [
+            f"{server.url}{base} - this mock"
+        ]
+        page.click("button.authorize")
+        token = mock.auth.admin_token() if scheme == "adminAuth" else mock.auth.dev_token()
+        page.fill(".auth-container input", token)
+        page.click(".auth-btn-wrapper button.authorize")
+        page.click(".btn-done")
+        served = httpx.get(f"{server.url}{base}/openapi.json").json()
+        operations = [
+            operation["operationId"]
+            for item in served["paths"].values()
+            for operation in item.values()
+            if isinstance(operation, dict) and "operationId" in operation
+        ]
+        order = [op for op in operations if op not in AFTER.values() and op not in NOT_TRIED]
+        order = [*(op for op in order if op == "adminGetRequest"), *order]  # before a reset
+        answered: dict[str, str] = {}
+        for operation_id in dict.fromkeys(order):
+            answered[operation_id] = _try_it_out(page, operation_id)
+            if operation_id in AFTER:
+                answered[AFTER[operation_id]] = _try_it_out(page, AFTER[operation_id])
+            mock.reset()
+        page.context.close()
+    assert {op: status for op, status in answered.items() if not status.startswith("2")} == {}
+    assert set(answered) == set(operations) - NOT_TRIED
     assert watched.errors == []
