@@ -300,6 +300,11 @@ ADMIN: dict[str, Entry] = {
     "adminEndTest": Entry(admin.end_test),
     "adminCreateWorld": Entry(admin.create_world),
     "adminDeleteWorld": Entry(admin.delete_world),
+    "adminListRequests": Entry(admin.list_requests),
+    "adminGetRequest": Entry(admin.get_request),
+    "adminGetWorld": Entry(admin.get_world),
+    "adminListRecords": Entry(admin.list_records),
+    "adminEvents": Entry(admin.events),
 }
 
 CATALOG: dict[str, Entry] = {**PLATFORM, **ADMIN}

@@ -26,7 +26,6 @@ from typing import IO, NoReturn
 # command; the command never uses it.
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 
-import uvicorn  # noqa: E402
 
 from mock_server import __version__, errors, proxy_cli, report_files  # noqa: E402
 from mock_server.app import (  # noqa: E402
@@ -54,6 +53,7 @@ from mock_server.report import (  # noqa: E402
 )
 from mock_server.server import (  # noqa: E402
     BackgroundServer,
+    Server,
     Worlds,
     bind,
     raise_file_limit,
@@ -63,6 +63,8 @@ from mock_server.server import (  # noqa: E402
 from mock_server.state import Store  # noqa: E402
 from mock_server.state.sources import seed_problem  # noqa: E402
 from mock_server.validation import number_problem  # noqa: E402
+from mock_server.view.page import url as view_url  # noqa: E402
+from mock_server.watch import FixtureWatcher  # noqa: E402
 
 EXIT_VIOLATIONS = 1
 EXIT_BAD_FIXTURES = 2
@@ -246,6 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
     _serving_options(serve, default_port=8080)
     _world_options(serve)
     _key_option(serve)
+    serve.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the world when a --fixtures file changes (the journal is kept; an edit "
+        "that cannot load keeps the running world and says why)",
+    )
 
     run = commands.add_parser(
         "run",
@@ -343,6 +351,8 @@ def _refusal(args: argparse.Namespace) -> tuple[int, str] | None:
         problem = allowed_host_problem(host)
         if problem:
             return EXIT_USAGE, f"--allowed-host {host!r}: {problem}"
+    if getattr(args, "watch", False) and not args.fixtures:
+        return EXIT_USAGE, "--watch follows the files of --fixtures: give one at least"
     return None
 
 
@@ -362,7 +372,7 @@ def _gateway_prefix_problem(prefix: str) -> str | None:
     return None
 
 
-class _Server(uvicorn.Server):
+class _Server(Server):
     """uvicorn, announcing when it is ready and exiting with 0 after a stop signal, and at
     once after a second one."""
 
@@ -423,12 +433,22 @@ def serve(args: argparse.Namespace) -> int:
     if not args.quiet:
         request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
     config = uvicorn_config(mock, log_level=args.log_level)
-    server = _Server(config)
+    server = _Server(config, mock)
     server.out = out
     mock.worlds = worlds = Worlds(mock, host)
+    watcher = None
+    if args.watch:
+        watcher = FixtureWatcher(
+            mock,
+            say=lambda line: print(line, file=out, flush=True),
+            complain=lambda text: print(text, file=sys.stderr, flush=True),
+        ).start()
+        watcher.ready.wait(5)  # an edit right after the banner is seen
     try:
         server.run(sockets=[sock])
     finally:
+        if watcher is not None:
+            watcher.stop()
         worlds.close()
     return _finish(mock, args, out)
 
@@ -443,9 +463,12 @@ def _banner(mock: PlatformMock, args: argparse.Namespace, host: str, port: int, 
         f"  control plane: {base}{CONTROL_PLANE_PREFIX}",
         f"  gateway:       {gateway}",
         f"  API docs:      {base}/docs/  and  {gateway}/docs/",
+        f"  live view:     {view_url(base)}  (open it with the admin token)",
     ]
     if args.cors:
         lines.append(f"  CORS origins:  {', '.join(args.cors)}")
+    if getattr(args, "watch", False):
+        lines.append(f"  watching:      {', '.join(args.fixtures)} (an edit reloads the world)")
     if args.command == "run":
         # A CI log is read by more people than the run's command: the tokens stay in the
         # command's environment.

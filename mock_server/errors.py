@@ -170,6 +170,11 @@ class TenantNotFound(PlatformError):
     default_message = "No tenant serves this host name: the world has no tenant yet"
 
 
+class JournalEntryNotFound(PlatformError):
+    status, code = 404, 40412
+    default_message = "The journal holds no request with this number"
+
+
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501

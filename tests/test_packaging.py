@@ -1,4 +1,5 @@
-"""The built wheel: it carries the contract and fixtures, and serves from a fresh environment."""
+"""The built wheel: it carries the contract, the fixtures and the live view's page, and serves
+from a fresh environment."""
 
 from __future__ import annotations
 
@@ -58,9 +59,13 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         "mock_server/spec/gateway.yaml",
         "mock_server/fixtures/default.yaml",
         "mock_server/fixture-schema.yaml",
+        "mock_server/view/static/index.html",
+        "mock_server/view/static/view.js",
+        "mock_server/view/static/view.css",
+        "mock_server/view/static/icon.svg",
     ],
 )
-def test_wheel_carries_the_contract_and_fixtures(wheel, member):
+def test_wheel_carries_the_contract_fixtures_and_the_live_view(wheel, member):
     assert member in zipfile.ZipFile(wheel).namelist()
 
 
@@ -112,3 +117,28 @@ def test_installed_command_checks_a_platform_for_drift(installed, server, mock, 
         timeout=120,
     )
     assert (done.returncode, "drift check PASSED" in done.stderr) == (0, True), done.stderr
+
+
+def test_installed_command_serves_the_live_view_from_the_wheel(installed, tmp_path):
+    process = subprocess.Popen(
+        [str(installed / "bin/platform-mock"), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert process.stdout is not None
+        view = None
+        for line in process.stdout:
+            if line.strip().startswith("live view:"):
+                view = line.split()[2]
+            if line.startswith("Press Ctrl-C"):
+                break
+        assert view is not None
+        response = httpx.get(view + "/view.js")
+        assert response.status_code == 200
+        assert response.text == (ROOT / "mock_server/view/static/view.js").read_text()
+    finally:
+        process.terminate()
+        process.wait(timeout=15)

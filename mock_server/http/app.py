@@ -14,6 +14,7 @@ import functools
 import hashlib
 import inspect
 import logging
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ from connexion.middleware.response_validation import (
     ResponseValidationMiddleware as ConnexionResponseValidationMiddleware,
 )
 from connexion.middleware.routing import RoutingMiddleware as ConnexionRoutingMiddleware
+from connexion.middleware.swagger_ui import SwaggerUIAPI
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware as ConnexionSwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
@@ -50,8 +52,10 @@ from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server import catalog, contract, errors
+from mock_server.coordinates import base_url
 from mock_server.handlers.context import EXTENSION
 from mock_server.http import wsgi
+from mock_server.http.events import EventStream
 from mock_server.http.middleware import (
     FaultInjection,
     PathGuard,
@@ -70,6 +74,7 @@ from mock_server.http.validators import (
     YAMLTextValidator,
 )
 from mock_server.validation import invalid_request
+from mock_server.view.page import ViewPage
 
 if TYPE_CHECKING:
     from mock_server.app import PlatformMock
@@ -112,17 +117,52 @@ class _MediaTypeChosen(logging.Filter):
 logging.getLogger("connexion.operations.openapi3").addFilter(_MediaTypeChosen())
 
 
+# A Host header as a browser sends it: a name or an address, and maybe a port.
+_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
+class _ServedSwaggerUIAPI(SwaggerUIAPI):
+    """Connexion's docs of one document, whose served document names the mock's own URL in
+    `servers` (`http://127.0.0.1:8080/gateway`), as the browser reached it: Connexion's
+    names the base path alone, which Swagger UI shows as an empty server for the control
+    plane (base path `/`)."""
+
+    def _spec_for_prefix(self, request: Any) -> dict:
+        served = dict(super()._spec_for_prefix(request))
+        base = self._base_path_for_prefix(request)
+        served["servers"] = [{"url": own_url(request.scope) + base, "description": "this mock"}]
+        return served
+
+
+def own_url(scope: Scope) -> str:
+    """The mock's URL as a request reached it: its Host header when it is one, else the
+    address the connection came in on."""
+    for name, value in scope.get("headers", ()):
+        if name == b"host":
+            host = value.decode("latin-1")
+            if _HOST.fullmatch(host):
+                return f"http://{host}"
+            break
+    server = scope.get("server") or ("127.0.0.1", 80)
+    return base_url(server[0], server[1] or 80)
+
+
 class SwaggerUIMiddleware(ConnexionSwaggerUIMiddleware):
     """Connexion's API docs, whose router is run only for a path under one of the docs'
     prefixes (`{base}/docs`, `{base}/openapi.json`, `{base}/openapi.yaml`): Connexion runs
-    it, and every route of it, on every request of the API."""
+    it, and every route of it, on every request of the API. Each document served names the
+    mock's own URL in its `servers` (`_ServedSwaggerUIAPI`)."""
 
     def __init__(self, app: ASGIApp):
         super().__init__(app)
         self.prefixes: list[str] = []
 
     def add_api(self, specification: Any, base_path: str | None = None, **kwargs: Any) -> None:
-        super().add_api(specification, base_path=base_path, **kwargs)
+        # As Connexion's add_api, with the API class that names the mock's URL.
+        api = _ServedSwaggerUIAPI(
+            specification, base_path=base_path, default=self.default_fn, **kwargs
+        )
+        self.router.mount(api.base_path, app=api.router)
         base = (base_path or "").rstrip("/")
         self.prefixes += [base + DOCS_PATH, base + "/openapi.json", base + "/openapi.yaml"]
 
@@ -153,10 +193,14 @@ def middlewares(mock: PlatformMock) -> list[Any]:
         middleware = REPLACED.get(middleware, middleware)
         if middleware is SwaggerUIMiddleware:
             stack.append(PathGuard)  # even the docs are not served a path no client means
+            stack.append(ViewPage)  # the live view's page, beside the docs
         if middleware is ConnexionContextMiddleware:
             # After security and request validation: a faulty request is still a valid one.
             stack.append(functools.partial(FaultInjection, faults=mock.faults))
             continue
+        if middleware is ResponseValidationMiddleware:
+            # The live view's stream, checked on its way in, never held to be checked whole.
+            stack.append(functools.partial(EventStream, hub=mock.live))
         stack.append(middleware)
         if middleware is RoutingMiddleware:
             stack.append(RouteNotes)

@@ -177,6 +177,10 @@ class Jobs(Area):
         for application_id in self.world.job_runs:
             self._index(application_id)
 
+    def run_index(self, application_id: str) -> RunIndex:
+        """The job's run index, to read the runs by (`mock_server.state.browse`)."""
+        return self._index(application_id)
+
     def _index(self, application_id: str) -> RunIndex:
         """The job's run index, rebuilt when runs were added since it was made."""
         runs = self.world.job_runs[application_id]
