@@ -10,7 +10,12 @@ measures, over loopback HTTP:
 - a filtered, sorted page p50 (`?limit=20&status=FAILED&status=RUNNING&sortBy=duration`);
 - dump: `GET /__admin/state`, and its size;
 - load back: that dump posted to `POST /__admin/fixtures` of a second server started
-  without default fixtures, and whether it then dumps the same state.
+  without default fixtures, and whether it then dumps the same state;
+- what the live view asks, p50: the first page of job runs (`GET /__admin/records`), a page
+  100,000 runs deep, a search of the runs by status; and once requests have filled the
+  journal to its byte budget (32 MiB), the newest page of it (`GET /__admin/requests`), a
+  search for a word no request holds (the page looks at its bound, 4 MiB of entries), and
+  a request opened (`GET /__admin/requests/{seq}`).
 
 Run as `python bench/scale.py [--runs 100000]`; `measure(runs)` returns the numbers.
 """
@@ -50,6 +55,12 @@ TARGETS = (
     ("page_p50_ms", "filtered sorted page p50", 20.0, "ms"),
     ("dump_s", "dump (GET /__admin/state)", None, "s"),
     ("load_back_s", "dump loaded back (POST /__admin/fixtures)", None, "s"),
+    ("records_p50_ms", "view: first page of runs p50", 50.0, "ms"),
+    ("records_deep_p50_ms", "view: a page of runs 100,000 deep p50", 50.0, "ms"),
+    ("records_search_p50_ms", "view: runs searched by status p50", 50.0, "ms"),
+    ("requests_p50_ms", "view: newest page of a full journal p50", 50.0, "ms"),
+    ("requests_search_p50_ms", "view: a full journal searched p50", 100.0, "ms"),
+    ("request_p50_ms", "view: a request opened p50", 20.0, "ms"),
 )
 
 
@@ -192,6 +203,7 @@ def measure(runs: int = 100_000) -> dict[str, Any]:
             )
             assert status == 200
             results["dump_mb"] = len(dump) / 1e6
+            results.update(_view(server, admin, user, runs))
             results["peak_rss_mb"] = server.peak_rss_mb()
         finally:
             server.stop()
@@ -209,6 +221,46 @@ def measure(runs: int = 100_000) -> dict[str, Any]:
     return results
 
 
+def _view(server: _Server, admin: str, user: str, runs: int) -> dict[str, Any]:
+    """What the live view's requests cost in this world, and with a journal at its budget."""
+
+    def asked(path: str) -> Any:
+        def call() -> None:
+            status, body = server.request("GET", path, admin)
+            assert status == 200, body[:300]
+
+        call()  # the first page of an order builds it
+        return _p50_ms(call, 20)
+
+    found: dict[str, Any] = {
+        "records_p50_ms": asked("/__admin/records?kind=runs&limit=50"),
+        "records_deep_p50_ms": asked(f"/__admin/records?kind=runs&limit=50&offset={runs - 50}"),
+        "records_search_p50_ms": asked("/__admin/records?kind=runs&limit=50&q=failed"),
+    }
+    # Requests until the journal drops its oldest: it holds its 32 MiB budget.
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    headers = {"Authorization": f"Bearer {user}"}
+    sent = 0
+    while True:
+        for _ in range(500):
+            connection.request("GET", RUNS_PATH + "?limit=10", headers=headers)
+            connection.getresponse().read()
+        sent += 500
+        page = json.loads(server.request("GET", "/__admin/requests?limit=1", admin)[1])
+        if page["dropped"]:
+            break
+    connection.close()
+    newest = page["data"][0]["seq"]
+    found.update(
+        journal_requests=sent,
+        journal_held=page["held"],
+        requests_p50_ms=asked("/__admin/requests?limit=100"),
+        requests_search_p50_ms=asked("/__admin/requests?limit=100&q=nowhere-at-all"),
+        request_p50_ms=asked(f"/__admin/requests/{newest}"),
+    )
+    return found
+
+
 def table(results: dict[str, Any]) -> str:
     rows = [f"{results['runs']:,} runs ({results['fixture_mb']:.1f} MB of YAML)"]
     for key, what, target, unit in TARGETS:
@@ -219,6 +271,10 @@ def table(results: dict[str, Any]) -> str:
     rows.append(
         f"  peak RSS after the dump too: {results['peak_rss_mb']:.0f} MB; dump size "
         f"{results['dump_mb']:.1f} MB; loaded back equal: {results['load_back_equal']}"
+    )
+    rows.append(
+        f"  the journal at its budget held {results['journal_held']:,} requests "
+        f"(after {results['journal_requests']:,})"
     )
     return "\n".join(rows)
 

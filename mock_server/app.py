@@ -23,8 +23,10 @@ from mock_server.http.cors import Cors
 from mock_server.http.hosts import HostGuard
 from mock_server.http.request_log import logged
 from mock_server.journal import DEFAULT_BUDGET, Journal
+from mock_server.live import Hub
 from mock_server.report import ContractReport
 from mock_server.state import Store
+from mock_server.view import shown
 
 __all__ = ["ADMIN_PREFIX", "API_ROOT", "CONTROL_PLANE_PREFIX", "MockConfig", "PlatformMock"]
 API_ROOT = "/api/"  # where the platform's API lives, whatever its version
@@ -68,6 +70,8 @@ class PlatformMock:
         self.report = ContractReport(contract.operations())
         self.report.journal_stats = self.journal.stats
         self.journal.observers.append(self.report.add)
+        self.live = Hub(shown.row)  # what the live view (`/__admin/ui`) is told, as it happens
+        self.live.watch(self.journal, self.faults)
         self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
         self._gateway_docs = f"{self.gateway_prefix}/docs"
         self.admin_prefix = ADMIN_PREFIX
@@ -95,6 +99,7 @@ class PlatformMock:
         self.store.reset(seed, extra)
         self.journal.clear()
         self.faults.clear()
+        self.live.publish("reset", {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         return await self._outer(scope, receive, send)

@@ -8,6 +8,7 @@ in another process. This module imports nothing heavy: the plugin reads it at st
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,17 @@ def base_url(host: str, port: int) -> str:
     """The URL of a server listening on host and port (an IPv6 host in brackets)."""
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
+
+
+# A Host header that is a host name or an IP literal, with an optional port: nothing else
+# is echoed back as a URL.
+HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(:[0-9]{1,5})?")
+
+
+def reached_url(scheme: str, host: str, fallback: str) -> str:
+    """The mock's base URL as a request reached it: its scheme and `Host` header, or
+    `fallback` (the server's own address) when the Host is missing or not a host[:port]."""
+    return f"{scheme}://{host}" if HOST.fullmatch(host) else fallback
 
 
 @dataclass(frozen=True)

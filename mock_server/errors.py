@@ -203,6 +203,12 @@ class WorldNotFound(PlatformError):
     default_message = "No world with this id is served beside this mock"
 
 
+class JournalEntryNotFound(PlatformError):
+    status, code = 404, 40412
+    condition = "no request with this number in the journal (admin API)"
+    default_message = "The journal holds no request with this number"
+
+
 # 405
 class MethodNotAllowed(PlatformError):
     status, code = 405, 40501

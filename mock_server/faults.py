@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,7 @@ class Faults:
         self._lock = threading.Lock()
         self._rules: list[Fault] = []
         self._next = 0
+        self.observers: list[Callable[[], None]] = []  # told of each rule added or removed
 
     def _check(self, operation_id: str, status: int | None, delay_ms: int) -> None:
         if operation_id not in self._documented:
@@ -159,7 +160,8 @@ class Faults:
                 times,
             )
             self._rules.append(rule)
-            return rule
+        self._changed()
+        return rule
 
     def error_for(self, operation_id: str, status: int) -> errors.PlatformError:
         """The platform error an operation answers with that status."""
@@ -174,11 +176,20 @@ class Faults:
             kept = [r for r in self._rules if r.id != fault_id]
             found = len(kept) != len(self._rules)
             self._rules = kept
-            return found
+        if found:
+            self._changed()
+        return found
 
     def clear(self) -> None:
         with self._lock:
+            had = bool(self._rules)
             self._rules.clear()
+        if had:
+            self._changed()
+
+    def _changed(self) -> None:
+        for observer in self.observers:
+            observer()
 
     def decide(self, operation_id: str, params: dict[str, Any], prefer: str | None) -> Decision:
         """The fault to apply to one request: the `Prefer` header first, then the rules.

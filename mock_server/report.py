@@ -84,11 +84,16 @@ def rule_names(details: list[dict[str, Any]]) -> list[str]:
     them: the place in the request, indexes dropped, values kept out."""
     named = []
     for detail in details[:MAX_SHOWN_DETAILS]:
-        field_ = _INDEX.sub("[]", str(detail.get("field", "")))
-        name = " ".join(part for part in (str(detail.get("location", "")), field_) if part)
+        name = rule_name(detail)
         if name and name not in named:
             named.append(name)
     return named
+
+
+def rule_name(detail: dict[str, Any]) -> str:
+    """The rule one violation broke, as `rules_broken` names it ("" if it names no place)."""
+    field_ = _INDEX.sub("[]", str(detail.get("field", "")))
+    return " ".join(part for part in (str(detail.get("location", "")), field_) if part)
 
 
 @dataclass

@@ -136,6 +136,21 @@ def uvicorn_config(
     return config
 
 
+class Server(uvicorn.Server):
+    """uvicorn, ending the live view's event streams (`mock.live`) as a stop begins: uvicorn
+    waits for every response in flight, and a stream has no end of its own. Without a mock
+    (the drift proxy serves none), uvicorn as it is."""
+
+    def __init__(self, config: uvicorn.Config, mock: PlatformMock | None = None):
+        super().__init__(config)
+        self.mock = mock
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.mock is not None:
+            self.mock.live.close()
+        await super().shutdown(sockets)
+
+
 def user_token(mock: PlatformMock) -> str | None:
     """The default user's token, or None in a world without users."""
     try:
@@ -162,10 +177,10 @@ class Threaded:
 
     what = "the server"  # as its failure to start names it
 
-    def __init__(self, config: uvicorn.Config, host: str, port: int):
+    def __init__(self, server: uvicorn.Server, host: str, port: int):
         self._sock = bind(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
-        self._server = uvicorn.Server(config)
+        self._server = server
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
@@ -213,7 +228,7 @@ class BackgroundServer(Threaded):
     ):
         self.mock = mock
         config = uvicorn_config(mock, idle_seconds=idle_seconds, request_seconds=request_seconds)
-        super().__init__(config, host, port)
+        super().__init__(Server(config, mock), host, port)
         self.worlds = Worlds(mock, self.host)
         mock.worlds = self.worlds
 

@@ -169,6 +169,7 @@ SHARED_SETUP_FIRST = (
     "test_drift_command.py",
     "test_drift.py",
     "test_recording.py",
+    "test_live_view_browser.py",
 )
 
 
@@ -200,14 +201,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def junit_schema(pytestconfig: pytest.Config) -> Any:
+def junit_schema(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The JUnit XML schema that Jenkins, GitLab and pytest's own tests validate against
     (junit-10.xsd), taken from the source distribution of the pytest installed (the package
     index is the one place a fresh machine reaches), and kept in pytest's cache."""
     import xmlschema
 
-    assert pytestconfig.cache is not None
-    kept = pytestconfig.cache.mkdir("junit-schema") / f"junit-10-pytest-{pytest.__version__}.xsd"
+    # In pytest's cache when it has one (-p no:cacheprovider: this session's own folder).
+    folder = (
+        pytestconfig.cache.mkdir("junit-schema")
+        if getattr(pytestconfig, "cache", None) is not None
+        else tmp_path_factory.mktemp("junit-schema")
+    )
+    kept = folder / f"junit-10-pytest-{pytest.__version__}.xsd"
     if not kept.exists():
         with tempfile.TemporaryDirectory() as scratch:
             subprocess.run(

@@ -621,6 +621,9 @@ ADMIN_BODIES = {
     "adminStartTest": {"test": "tests/test_client.py::test_it"},
     "adminCreateWorld": {},
 }
+# The query each operation that requires one takes, and a path id of the right type.
+ADMIN_QUERIES = {"adminListRecords": {"kind": "users"}}
+PATH_IDS = {"adminGetRequest": "1"}
 # Every operation but the readiness probe, which answers anyone (tested on its own below).
 GUARDED = {op: found for op, found in ADMIN_OPERATIONS.items() if found[2].get("security") != []}
 EVERY_OPERATION = [pytest.param(op, id=op) for op in GUARDED]
@@ -645,7 +648,9 @@ def _send(client: httpx.Client, operation_id: str, **request) -> httpx.Response:
     method, path, _ = ADMIN_OPERATIONS[operation_id]
     if operation_id in ADMIN_BODIES and "content" not in request:
         request.setdefault("json", ADMIN_BODIES[operation_id])
-    return client.request(method, "/__admin" + path.format(id="fault-0"), **request)
+    request["params"] = {**ADMIN_QUERIES.get(operation_id, {}), **request.get("params", {})}
+    path = path.format(id=PATH_IDS.get(operation_id, "fault-0"))
+    return client.request(method, "/__admin" + path, **request)
 
 
 @pytest.fixture
@@ -811,7 +816,7 @@ def _allowed_by_spec(path: str) -> str:
 def test_options_on_an_admin_path_is_405_allowing_every_method_the_spec_gives(admin, changed, path):
     before = _everything(admin)
 
-    response = admin.options(path.format(id="fault-0"))
+    response = admin.options(path.format(id="1"))
 
     assert_error(response, 405, 40501)
     assert response.headers["allow"] == _allowed_by_spec(path)

@@ -220,8 +220,8 @@ def test_after_a_reseed_the_admin_token_still_opens_the_admin_api(admin):
 
 
 def test_after_a_reseed_a_token_naming_a_subject_of_the_old_world_is_401(anonymous, admin, mock):
-    # The key stays; the seed drew alice another id, so the old token names no one.
-    old = mock.auth.dev_token()
+    # The key stays; the seed drew bob another id, so the old token names no one.
+    old = mock.auth.dev_token(mock.store.identity.subject_named("user", "bob@acme.example"))
     assert admin.post("/reset", json={"seed": 7}).status_code == 200
     assert_error(_get(anonymous, f"Bearer {old}"), 401, 40105)
 

@@ -23,7 +23,7 @@ from connexion.middleware.context import ContextMiddleware
 from connexion.middleware.request_validation import RequestValidationMiddleware
 from connexion.middleware.response_validation import ResponseValidationMiddleware
 from connexion.middleware.routing import RoutingMiddleware
-from connexion.middleware.swagger_ui import SwaggerUIMiddleware
+from connexion.middleware.swagger_ui import SwaggerUIAPI, SwaggerUIMiddleware
 from connexion.security import BearerSecurityHandler
 from connexion.spec import Specification
 from connexion.uri_parsing import OpenAPIURIParser
@@ -74,6 +74,9 @@ def test_the_pipeline_has_every_replacement_and_the_mock_layers_in_order():
         (RequestContext, "match_request"),
         (flask.Flask, "request_context"),
         (BearerSecurityHandler, "get_fn"),
+        (SwaggerUIAPI, "_spec_for_prefix"),
+        (SwaggerUIAPI, "_base_path_for_prefix"),
+        (SwaggerUIMiddleware, "default_fn"),
     ],
     ids=lambda v: v if isinstance(v, str) else v.__name__,
 )

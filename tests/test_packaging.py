@@ -1,18 +1,21 @@
-"""The built wheel: it carries the contract and fixtures, and serves from a fresh environment."""
+"""The built wheel: it carries the contract, the fixtures and the live view's page, and serves
+from a fresh environment."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import venv
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.test_cli import printed_urls
+from tests.test_cli import SERVE_OUTPUT, printed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,9 +61,13 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         "mock_server/spec/gateway.yaml",
         "mock_server/fixtures/default.yaml",
         "mock_server/fixture-schema.yaml",
+        "mock_server/view/static/index.html",
+        "mock_server/view/static/view.js",
+        "mock_server/view/static/view.css",
+        "mock_server/view/static/icon.svg",
     ],
 )
-def test_wheel_carries_the_contract_and_fixtures(wheel, member):
+def test_wheel_carries_the_contract_fixtures_and_the_live_view(wheel, member):
     assert member in zipfile.ZipFile(wheel).namelist()
 
 
@@ -70,26 +77,35 @@ def test_wheel_declares_the_console_script(wheel):
     assert "platform-mock = mock_server.cli:main" in archive.read(entry_points).decode()
 
 
-def test_installed_command_serves_with_the_printed_token(installed, tmp_path):
-    # Run from an empty folder so nothing of the source checkout can be picked up.
+@contextlib.contextmanager
+def installed_serving(installed: Path, cwd: Path) -> Iterator[str]:
+    """`platform-mock serve --port 0` of the installed wheel, run from `cwd`: what it printed
+    before it was ready."""
     process = subprocess.Popen(
         [str(installed / "bin/platform-mock"), "serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=tmp_path,
+        cwd=cwd,
     )
     try:
-        match = printed_urls(process)
+        yield printed(process)
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def test_installed_command_serves_with_the_printed_token(installed, tmp_path):
+    # Run from an empty folder so nothing of the source checkout can be picked up.
+    with installed_serving(installed, tmp_path) as banner:
+        match = SERVE_OUTPUT.search(banner)
+        assert match, banner
         response = httpx.get(
             match["control"] + "/personal-access-tokens/ci",
             headers={"Authorization": f"Bearer {match['token']}"},
         )
         assert response.status_code == 200
         assert response.json()["created"] is True
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 @pytest.mark.platform_mock(expect_violations=True)  # its error checks break it on purpose
@@ -105,3 +121,11 @@ def test_installed_command_checks_a_platform_for_drift(installed, server, mock, 
         timeout=120,
     )
     assert (done.returncode, "drift check PASSED" in done.stderr) == (0, True), done.stderr
+
+
+def test_installed_command_serves_the_live_view_from_the_wheel(installed, tmp_path):
+    with installed_serving(installed, tmp_path) as banner:
+        (view,) = [line.split()[2] for line in banner.splitlines() if "live view:" in line]
+        response = httpx.get(view + "/view.js")
+        assert response.status_code == 200
+        assert response.text == (ROOT / "mock_server/view/static/view.js").read_text()

@@ -217,6 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     _serving_options(serve, default_port=8080)
     _world_options(serve)
     _key_option(serve)
+    serve.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the world when a --fixtures file changes (the journal is kept; an edit "
+        "that cannot load keeps the running world and says why)",
+    )
 
     run = commands.add_parser(
         "run",
@@ -314,6 +320,8 @@ def refusal(args: argparse.Namespace) -> tuple[int, str] | None:
         problem = allowed_host_problem(host)
         if problem:
             return EXIT_USAGE, f"--allowed-host {host!r}: {problem}"
+    if getattr(args, "watch", False) and not args.fixtures:
+        return EXIT_USAGE, "--watch follows the files of --fixtures: give one at least"
     return None
 
 

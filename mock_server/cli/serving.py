@@ -1,5 +1,6 @@
 """Serving the mock from the command (`serve`): the uvicorn server that stops cleanly on the
-first stop signal and at once on a second, the banner, and the contract check at the end."""
+first stop signal and at once on a second, the banner, the fixture watcher of `--watch`, and
+the contract check at the end."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 from typing import IO, NoReturn
-
-import uvicorn
 
 from mock_server import report_files
 from mock_server.app import (
@@ -40,6 +39,7 @@ from mock_server.report import (
     reasons,
     verdict_line,
 )
+from mock_server.server import Server as LiveServer
 from mock_server.server import (
     Worlds,
     bind,
@@ -48,13 +48,16 @@ from mock_server.server import (
 )
 from mock_server.state import Store
 from mock_server.version import __version__
+from mock_server.view.page import url as view_url
+from mock_server.watch import FixtureWatcher
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # a normal stop of `serve` and `run`
 
 
-class Server(uvicorn.Server):
-    """uvicorn, announcing when it is ready and exiting with 0 after a stop signal, and at
-    once after a second one."""
+class Server(LiveServer):
+    """uvicorn, ending the live view's streams as it stops (`mock_server.server.Server`),
+    announcing when it is ready and exiting with 0 after a stop signal, and at once after a
+    second one."""
 
     out: IO[str] = sys.stdout
 
@@ -125,12 +128,22 @@ def serve(args: argparse.Namespace) -> int:
     if not args.quiet:
         request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
     served = uvicorn_config(mock, log_level=args.log_level)
-    server = Server(served)
+    server = Server(served, mock)
     server.out = out
     mock.worlds = worlds = Worlds(mock, host)
+    watcher = None
+    if args.watch:
+        watcher = FixtureWatcher(
+            mock,
+            say=lambda line: print(line, file=out, flush=True),
+            complain=lambda text: print(text, file=sys.stderr, flush=True),
+        ).start()
+        watcher.ready.wait(5)  # an edit right after the banner is seen
     try:
         server.run(sockets=[sock])
     finally:
+        if watcher is not None:
+            watcher.stop()
         worlds.close()
     return finish(mock, args, out)
 
@@ -147,9 +160,12 @@ def banner(
         f"  control plane: {base}{CONTROL_PLANE_PREFIX}",
         f"  gateway:       {gateway}",
         f"  API docs:      {base}/docs/  and  {gateway}/docs/",
+        f"  live view:     {view_url(base)}  (open it with the admin token)",
     ]
     if args.cors:
         lines.append(f"  CORS origins:  {', '.join(args.cors)}")
+    if getattr(args, "watch", False):
+        lines.append(f"  watching:      {', '.join(args.fixtures)} (an edit reloads the world)")
     if args.command == "run":
         # A CI log is read by more people than the run's command: the tokens stay in the
         # command's environment.

@@ -1,5 +1,6 @@
 """Handlers of the admin API (`spec/admin.yaml`): health, world, fixtures, tokens, journal,
-the test running, faults, report, and the worlds served beside this one."""
+the test running, faults, report, the worlds served beside this one, and what the live view
+reads (the journal a page at a time, a request opened, the world's records)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from mock_server import errors, fixtures
+from mock_server import contract, errors, escape, fixtures
 from mock_server.faults import FaultRefused
 from mock_server.handlers import render
 from mock_server.handlers.context import mock
 from mock_server.handlers.operation import operation
 from mock_server.journal import Entry
+from mock_server.state import browse
 from mock_server.version import __version__
+from mock_server.view import shown
 
 
 @operation("adminHealth")
@@ -43,6 +46,7 @@ def load_fixtures(body: Any) -> dict[str, Any]:
         else:
             document = fixtures.check(body, "request body")
         mock().store.load(document)
+    mock().live.publish("world", {"change": "fixtures"})
     return {}
 
 
@@ -94,7 +98,7 @@ def get_journal(
             entry
             for entry in mock().journal.calls(operation_id, status=status)
             if (test is None or entry.test == test)
-            and (violation is None or _counted_violation(entry) == violation)
+            and (violation is None or entry.counted_violation == violation)
         ]
     except ValueError as exc:  # an operation the contract does not have
         raise errors.InvalidRequest(
@@ -110,15 +114,112 @@ def get_journal(
     }
 
 
-def _counted_violation(entry: Entry) -> bool:
-    """Whether a request broke the contract and counts against the run for it."""
-    return entry.violation and not entry.expected
-
-
 @operation("adminClearJournal")
 def clear_journal() -> dict[str, Any]:
     mock().journal.clear()
+    mock().live.publish("journal", {"change": "cleared"})
     return {}
+
+
+@operation("adminListRequests")
+def list_requests(
+    operation_id: str | None = None,
+    status: int | None = None,
+    test: str | None = None,
+    violation: bool | None = None,
+    q: str | None = None,
+    before: int | None = None,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """The journal newest first, a page at a time, as the live view shows it."""
+    journal = mock().journal
+    words = (q or "").lower().split()
+
+    def matches(entry: Entry) -> bool:
+        return (
+            (operation_id is None or entry.operation_id == operation_id)
+            and (status is None or entry.status == status)
+            and (test is None or entry.test == test)
+            and (violation is None or entry.counted_violation == violation)
+            and (not words or _has_words(entry, words))
+        )
+
+    found, next_page = journal.page(matches, before=before, limit=limit)
+    return {
+        "data": [shown.row(entry) for entry in found],
+        "next": next_page,
+        "held": len(journal),
+        "heldBytes": journal.bytes,
+        "dropped": journal.dropped,
+        "budgetBytes": journal.budget,
+    }
+
+
+def _has_words(entry: Entry, words: list[str]) -> bool:
+    """Whether a request holds every word, in what the journal's table shows of it or in
+    its body (case aside)."""
+    query = " ".join(f"{k}={v}" for k, values in entry.query.items() for v in values)
+    text = " ".join(
+        str(part)
+        for part in (
+            entry.method,
+            entry.path,
+            query,
+            entry.operation_id,
+            entry.status,
+            entry.code,
+            entry.caller,
+            entry.test,
+            entry.message,
+            entry.fault,
+        )
+        if part is not None
+    )
+    text = f"{text} {entry.raw_body.decode('utf-8', 'replace')}".lower()
+    return all(word in text for word in words)
+
+
+@operation("adminGetRequest")
+def get_request(id_: int) -> dict[str, Any]:
+    """A request opened: what was sent and answered, every rule it broke, explained."""
+    entry = mock().journal.find(id_)
+    if entry is None:
+        raise errors.JournalEntryNotFound(
+            f"The journal holds no request #{id_}: not sent yet, or dropped or cleared since"
+        )
+    return shown.detail(entry, contract.operations(), mock().gateway_prefix)
+
+
+@operation("adminGetWorld")
+def get_world() -> dict[str, Any]:
+    """What the world holds, by kind, and the fixture watcher's last word."""
+    store = mock().store
+    tenant = store.world.tenant
+    return {
+        "seed": store.seed,
+        "tenant": escape.text(tenant.name) if tenant else None,
+        "counts": browse.counts(store),
+        "reload": mock().live.last_reload,
+    }
+
+
+@operation("adminListRecords")
+def list_records(kind: str, q: str = "", offset: int = 0, limit: int = 50) -> dict[str, Any]:
+    """The world's records of one kind, a page at a time, searched."""
+    found = browse.records(mock().store, kind, q, offset, limit)
+    return {
+        "kind": kind,
+        "data": [shown.record(record) for record in found.records],
+        "total": found.total,
+        "offset": offset,
+        "limit": limit,
+    }
+
+
+@operation("adminEvents")
+def events() -> dict[str, Any]:
+    """Never called: `mock_server.http.events` answers this operation before the views."""
+    raise errors.MockFailure("The live view's event stream is served by its own layer")
 
 
 @operation("adminStartTest")
@@ -133,7 +234,7 @@ def end_test() -> dict[str, Any]:
     ended = journal.label
     journal.end_test()
     mock().faults.clear()
-    broken = [e for e in journal if ended and e.test == ended and _counted_violation(e)]
+    broken = [e for e in journal if ended and e.test == ended and e.counted_violation]
     return {"data": [entry.to_dict() for entry in broken]}
 
 

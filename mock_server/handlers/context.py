@@ -19,6 +19,7 @@ from mock_server.exchange import Exchange
 from mock_server.faults import Faults
 from mock_server.fixtures import Fixture
 from mock_server.journal import Journal
+from mock_server.live import Hub
 from mock_server.report import ContractReport
 from mock_server.state import Caller, Store
 
@@ -40,6 +41,7 @@ class Mock(Protocol):
     journal: Journal
     faults: Faults
     report: ContractReport
+    live: Hub
     worlds: WorldHost | None
     gateway_prefix: str
     admin_prefix: str

@@ -3,9 +3,9 @@ ask before anything else, without a token (`getMinCliVersion`, `getTenantId`).""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from mock_server.coordinates import reached_url
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, current, store
 from mock_server.handlers.operation import Example, operation
@@ -54,16 +54,7 @@ def tenant_id(host_name: str) -> dict[str, str]:
     return {"tenantName": tenant.name, "auth_server_url": own_url()}
 
 
-# A Host header that is a host name or an IP literal, with an optional port: nothing else
-# is echoed back as a URL.
-HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(:[0-9]{1,5})?")
-
-
 def own_url() -> str:
-    """The mock's base URL as this request reached it: its scheme and Host header, or the
-    server's own address when the Host is missing or not a host[:port]."""
+    """The mock's base URL as this request reached it (`coordinates.reached_url`)."""
     call = current()
-    host = call.headers.get("Host", "")
-    if not HOST.fullmatch(host):
-        host = call.server
-    return f"{call.scheme}://{host}"
+    return reached_url(call.scheme, call.headers.get("Host", ""), f"{call.scheme}://{call.server}")

@@ -15,7 +15,9 @@ ContextMiddleware (whose context only Connexion's own views read), with the mock
 
 Middlewares replaced in Connexion's stack (`app.REPLACED`, by subclassing each):
 - `SwaggerUIMiddleware`: its router runs only for paths under the docs' prefixes, not on
-  every API request.
+  every API request; its `add_api` is Connexion's with `SwaggerUIAPI` subclassed, whose
+  `_spec_for_prefix` (after `_base_path_for_prefix`) names the mock's own URL in the
+  `servers` of each document served, where Connexion names the base path alone.
 - `RoutingMiddleware`: Starlette's slash redirects are turned off (`redirect_slashes`), so
   `/secret-groups/x/` is a 404 before authentication, not a 307 to a delete.
 - `RequestValidationMiddleware`: `api_cls` makes `_PlannedRequestValidation`, which reads
@@ -52,8 +54,9 @@ Elsewhere in this package: `security.py` subclasses `BearerSecurityHandler.get_f
 between request and response validation; `middleware.py` holds the mock's own
 ASGI layers and `request_log.py` the request log, which read Connexion's routing context
 (`ROUTING_CONTEXT`) and the request's `Exchange` (`mock_server.exchange`); `cors.py` puts
-Starlette's CORS middleware around everything but the admin API, and `hosts.py` guards the
-admin API's host and origin, outermost.
+Starlette's CORS middleware around everything but the admin API; `hosts.py` guards the
+admin API's host and origin, outermost; `events.py` streams the live view's events, placed
+before response validation (which would hold a stream until its end).
 """
 
 from mock_server.http.app import build_connexion_app

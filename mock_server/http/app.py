@@ -40,6 +40,7 @@ from connexion.middleware.response_validation import (
     ResponseValidationMiddleware as ConnexionResponseValidationMiddleware,
 )
 from connexion.middleware.routing import RoutingMiddleware as ConnexionRoutingMiddleware
+from connexion.middleware.swagger_ui import SwaggerUIAPI
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware as ConnexionSwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
@@ -51,9 +52,11 @@ from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server import catalog, contract, errors
+from mock_server.coordinates import base_url, reached_url
 from mock_server.exchange import exchange
 from mock_server.handlers.context import Answer, Call, Mock, serving
 from mock_server.http import wsgi
+from mock_server.http.events import EventStream
 from mock_server.http.faulting import FaultInjection
 from mock_server.http.middleware import PathGuard, RouteNotes, RoutingMiddleware
 from mock_server.http.scope import operation_id
@@ -66,6 +69,7 @@ from mock_server.http.validators import (
     YAMLTextValidator,
 )
 from mock_server.validation import invalid_request
+from mock_server.view.page import ViewPage
 
 logger = logging.getLogger(__name__)
 
@@ -105,17 +109,43 @@ class _MediaTypeChosen(logging.Filter):
 logging.getLogger("connexion.operations.openapi3").addFilter(_MediaTypeChosen())
 
 
+class _ServedSwaggerUIAPI(SwaggerUIAPI):
+    """Connexion's docs of one document, whose served document names the mock's own URL in
+    `servers` (`http://127.0.0.1:8080/gateway`), as the browser reached it: Connexion's
+    names the base path alone, which Swagger UI shows as an empty server for the control
+    plane (base path `/`)."""
+
+    def _spec_for_prefix(self, request: Any) -> dict[str, Any]:
+        served = dict(super()._spec_for_prefix(request))
+        base = self._base_path_for_prefix(request)
+        served["servers"] = [{"url": own_url(request.scope) + base, "description": "this mock"}]
+        return served
+
+
+def own_url(scope: Scope) -> str:
+    """The mock's URL as a request reached it (`coordinates.reached_url`): its Host header
+    when it is one, else the address the connection came in on."""
+    server = scope.get("server") or ("127.0.0.1", 80)
+    host = Headers(scope=scope).get("host", "")
+    return reached_url(scope.get("scheme", "http"), host, base_url(server[0], server[1] or 80))
+
+
 class SwaggerUIMiddleware(ConnexionSwaggerUIMiddleware):
     """Connexion's API docs, whose router is run only for a path under one of the docs'
     prefixes (`{base}/docs`, `{base}/openapi.json`, `{base}/openapi.yaml`): Connexion runs
-    it, and every route of it, on every request of the API."""
+    it, and every route of it, on every request of the API. Each document served names the
+    mock's own URL in its `servers` (`_ServedSwaggerUIAPI`)."""
 
     def __init__(self, app: ASGIApp):
         super().__init__(app)
         self.prefixes: list[str] = []
 
     def add_api(self, specification: Any, base_path: str | None = None, **kwargs: Any) -> None:
-        super().add_api(specification, base_path=base_path, **kwargs)
+        # As Connexion's add_api, with the API class that names the mock's URL.
+        api = _ServedSwaggerUIAPI(
+            specification, base_path=base_path, default=self.default_fn, **kwargs
+        )
+        self.router.mount(api.base_path, app=api.router)
         base = (base_path or "").rstrip("/")
         self.prefixes += [base + DOCS_PATH, base + "/openapi.json", base + "/openapi.yaml"]
 
@@ -146,10 +176,13 @@ def middlewares(mock: Mock) -> list[Any]:
         middleware = REPLACED.get(middleware, middleware)
         if middleware is SwaggerUIMiddleware:
             stack.append(PathGuard)  # even the docs are not served a path no client means
+            stack.append(ViewPage)  # the live view's page, beside the docs
         if middleware is ResponseValidationMiddleware:
             # After security and request validation (a faulty request is still a valid
             # one), and outside response validation: a fault is delivered as armed.
             stack.append(functools.partial(FaultInjection, faults=mock.faults))
+            # The live view's stream, checked on its way in, never held to be checked whole.
+            stack.append(functools.partial(EventStream, hub=mock.live))
         if middleware is ConnexionContextMiddleware:
             continue
         stack.append(middleware)

@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server import errors
 from mock_server.exchange import exchange
-from mock_server.http.request_log import log_entry
+from mock_server.http.request_log import UNAUTHENTICATED, caller_of, log_entry
 from mock_server.http.scope import operation_id
 from mock_server.journal import BODY_LIMIT, Entry, Journal
 
@@ -52,7 +52,11 @@ async def journaled(
     seq = journal.next_seq()
     body = bytearray()
     status: int | None = None
+    response_headers: dict[str, str] = {}
+    response = bytearray()  # the first BODY_LIMIT bytes of the response body
+    response_bytes = 0
     started = time.perf_counter()
+    started_at = time.time()
     label = journal.label  # the test that sent it, even if it ends after the test does
     expected = journal.expecting
     recorded = False
@@ -82,6 +86,11 @@ async def journaled(
             expected=expected,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             dropped=mine.drop,
+            caller=_caller(scope),
+            started=started_at,
+            response_headers=response_headers,
+            raw_response=bytes(response),
+            response_bytes=response_bytes,
         )
         journal.record(entry)
         log_entry(entry, scope)
@@ -93,14 +102,21 @@ async def journaled(
         return message
 
     async def send_(message: Message) -> None:
-        nonlocal status
+        nonlocal status, response_bytes
         if message["type"] == "http.response.start":
             status = message["status"]
             if mine.fault:
                 headers = [*message.get("headers", []), (FAULT_HEADER, mine.fault.encode())]
                 message = {**message, "headers": headers}
-        elif message["type"] == "http.response.body" and not message.get("more_body", False):
-            record()
+            for name, value in message.get("headers", ()):
+                response_headers[name.decode("latin-1")] = value.decode("latin-1")
+        elif message["type"] == "http.response.body":
+            chunk = message.get("body", b"")
+            response_bytes += len(chunk)
+            if len(response) < BODY_LIMIT:
+                response.extend(chunk[: BODY_LIMIT - len(response)])
+            if not message.get("more_body", False):
+                record()
         await send(message)
 
     try:
@@ -108,6 +124,11 @@ async def journaled(
     finally:
         record()
     return DROP if mine.drop else None
+
+
+def _caller(scope: Scope) -> str | None:
+    caller = caller_of(scope)
+    return None if caller == UNAUTHENTICATED else caller
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -161,6 +161,10 @@ class Jobs(Area):
         for application_id in self.world.job_runs:
             self._index(application_id)
 
+    def run_index(self, application_id: str) -> RunIndex:
+        """The job's run index, to read the runs by (`mock_server.state.browse`)."""
+        return self._index(application_id)
+
     def _index(self, application_id: str) -> RunIndex:
         """The job's run index, rebuilt when runs were added since it was made."""
         runs = self.world.job_runs[application_id]
@@ -197,26 +201,28 @@ class Jobs(Area):
         return found[email]
 
     def dump_runs(self, application: Application) -> list[dict[str, Any]]:
-        records = []
-        for run in self.world.job_runs[application.id]:
-            record: dict[str, Any] = {
-                "id": run.id,
-                "name": run.name,
-                "status": run.status,
-                "createdAt": iso(from_epoch_ms(run.created_at_ms)),
-                "triggeredBy": run.triggered_by.name,
-                "version": run.deployment_version,
-                "command": run.command,
-                "totalRetries": run.total_retries,
-            }
-            if run.duration_ms is not None:
-                record["durationSeconds"] = run.duration_ms / 1000
-            if run.exit_code is not None:
-                record["exitCode"] = run.exit_code
-            if run.error is not None:
-                record["error"] = run.error
-            records.append(record)
-        return records
+        return [run_record(run) for run in self.world.job_runs[application.id]]
+
+
+def run_record(run: JobRun) -> dict[str, Any]:
+    """A run as a fixture document records it (`applications[].runs[]`)."""
+    record: dict[str, Any] = {
+        "id": run.id,
+        "name": run.name,
+        "status": run.status,
+        "createdAt": iso(from_epoch_ms(run.created_at_ms)),
+        "triggeredBy": run.triggered_by.name,
+        "version": run.deployment_version,
+        "command": run.command,
+        "totalRetries": run.total_retries,
+    }
+    if run.duration_ms is not None:
+        record["durationSeconds"] = run.duration_ms / 1000
+    if run.exit_code is not None:
+        record["exitCode"] = run.exit_code
+    if run.error is not None:
+        record["error"] = run.error
+    return record
 
 
 def _union(index: dict[Any, set[str]], values: list[Any]) -> set[str]:

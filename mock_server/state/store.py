@@ -205,6 +205,21 @@ class Store:
         while len(self._snapshots) > MAX_SNAPSHOTS:
             self._snapshots.popitem(last=False)
 
+    def replace(self, documents: Iterable[Document]) -> None:
+        """The world of these initial documents in place of the current one (their files were
+        edited: `serve --watch`), whole or not at all. It is built apart, while the running
+        world goes on answering, then put in place at once; the seed and the signing key stay,
+        and the new world draws its token ids from a stream of its own, as after a reset."""
+        built = Store(self.seed, documents, self.signer)
+        with self.lock:
+            self.generation += 1
+            self.initial_documents = built.initial_documents
+            self._snapshots = built._snapshots
+            self.world = built.world
+            self.sources = Sources.restored(
+                built.sources.snapshot(), built.sources.faker, self.generation
+            )
+
     def load(self, document: Document) -> None:
         """Apply one more fixture document to the current world, whole or not at all."""
         with self.lock:

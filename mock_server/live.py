@@ -1,0 +1,135 @@
+"""The live view's events: what happens in a mock, pushed to every page that watches it.
+
+`Hub.publish` is called wherever something happens (a request journaled, the world reset or
+reloaded, a fault rule added, the journal cleared), from the event loop or from any other
+thread (a test's, the fixture watcher's). It never waits: each subscriber has a queue of at
+most `QUEUE_LIMIT` events, and an event that finds it full is dropped and counted; the
+subscriber's next event is then a `gap` saying how many it missed, and the page reads the
+journal again. With no subscriber, publishing costs a length check.
+
+`mock_server.http.events` serves the stream of a subscriber (`GET /__admin/events`); `close`
+ends every stream when the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from mock_server.faults import Faults
+from mock_server.journal import Entry, Journal
+
+QUEUE_LIMIT = 1000  # events kept for a subscriber that does not read; past it, dropped
+MAX_SUBSCRIBERS = 32  # streams at once; another is refused (503) rather than slowing all
+
+
+def encoded(kind: str, data: dict[str, Any]) -> bytes:
+    """One server-sent event: its `event` line and its data as one line of JSON."""
+    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps({"type": kind, **data}) + b"\n\n"
+
+
+class Subscriber:
+    """One stream's queue, filled from any thread and read on its event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.thread = threading.get_ident()
+        self.queue: deque[bytes] = deque()
+        self.missed = 0  # events dropped since the stream last wrote
+        self.ready = asyncio.Event()
+        self.closed = False
+
+    def put(self, event: bytes) -> None:
+        """Called with the hub's lock held."""
+        if len(self.queue) >= QUEUE_LIMIT:
+            self.missed += 1
+            return
+        self.queue.append(event)
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if threading.get_ident() == self.thread:
+            self.ready.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # its loop has stopped
+                self.loop.call_soon_threadsafe(self.ready.set)
+
+
+class Hub:
+    """The events of one mock, and the streams that watch them."""
+
+    def __init__(self, shown: Callable[[Entry], dict[str, Any]] | None = None):
+        self._lock = threading.Lock()
+        self._subscribers: list[Subscriber] = []
+        self._shown = shown  # a journal entry as an event shows it
+        self.last_reload: dict[str, Any] | None = None  # the watcher's last word, for new pages
+
+    def watch(self, journal: Journal, faults: Faults) -> None:
+        """Publish what happens to a mock's journal and fault rules."""
+        journal.observers.append(self.entry)
+        faults.observers.append(lambda: self.publish("faults", {}))
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    def publish(self, kind: str, data: dict[str, Any]) -> None:
+        """Send an event to every stream; never waits."""
+        if not self._subscribers:
+            return
+        event = encoded(kind, data)
+        with self._lock:
+            for subscriber in self._subscribers:
+                subscriber.put(event)
+
+    def entry(self, entry: Entry) -> None:
+        """A request was journaled."""
+        if self._subscribers and self._shown is not None:
+            self.publish("request", {"request": self._shown(entry)})
+
+    def reloaded(self, outcome: dict[str, Any]) -> None:
+        """The fixture watcher reloaded the world, or refused an edit (`outcome` says)."""
+        self.last_reload = outcome
+        self.publish("reload", outcome)
+
+    def subscribe(self) -> Subscriber | None:
+        """A new stream's queue; None when MAX_SUBSCRIBERS streams are open."""
+        subscriber = Subscriber(asyncio.get_running_loop())
+        with self._lock:
+            if len(self._subscribers) >= MAX_SUBSCRIBERS:
+                return None
+            self._subscribers.append(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        with self._lock:
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
+
+    def take(self, subscriber: Subscriber) -> bytes:
+        """What a stream writes next: a `gap` saying how many events it missed, if it missed
+        any, then those queued for it."""
+        with self._lock:
+            events = list(subscriber.queue)
+            subscriber.queue.clear()
+            missed, subscriber.missed = subscriber.missed, 0
+        if missed:
+            events.insert(0, encoded("gap", {"missed": missed}))
+        return b"".join(events)
+
+    def close(self) -> None:
+        """End every stream: the server is stopping."""
+        with self._lock:
+            subscribers, self._subscribers = self._subscribers, []
+        for subscriber in subscribers:
+            subscriber.close()

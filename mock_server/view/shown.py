@@ -1,0 +1,112 @@
+"""Requests and records as the live view shows them: every text a client chose escaped by
+the one rule (`mock_server.escape`), every credential hidden (`mock_server.masking`).
+
+The page inserts these texts as they come (as text nodes, never as markup), so what a client
+sent reaches the screen only through here: a control character or a bidi override shows as
+its escape (`\\x1b`, `\\u202e`), JSON keeps JSON's own escapes, and a token shows as its
+first characters and length.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from mock_server import escape, explain, masking
+from mock_server.contract import Operation
+from mock_server.journal import BODY_LIMIT, Entry, read_body
+from mock_server.report import rules_broken
+from mock_server.state.browse import Record
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else escape.text(value)
+
+
+def _time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def row(entry: Entry) -> dict[str, Any]:
+    """One line of the journal's table."""
+    query = "&".join(f"{k}={v}" for k, values in entry.query.items() for v in values)
+    return {
+        "seq": entry.seq,
+        "order": entry.order,
+        "time": _time(entry.started),
+        "method": escape.text(entry.method),
+        "path": escape.text(entry.path),
+        "query": escape.text(query),
+        "operationId": entry.operation_id,
+        "status": entry.status,
+        "code": entry.code,
+        "durationMs": entry.duration_ms,
+        "caller": _text(entry.caller),
+        "test": _text(entry.test),
+        "violation": entry.violation,
+        "expected": entry.expected,
+        "fault": entry.fault,
+        "dropped": entry.dropped,
+        "rules": [escape.text(rule) for rule in rules_broken(entry)] if entry.violation else [],
+    }
+
+
+def body(raw: bytes, size: int) -> str:
+    """A body as the view shows it: JSON indented, other text line by line, each line
+    escaped; credentials hidden; past BODY_LIMIT, cut, saying so."""
+    if not raw:
+        return ""
+    parsed = read_body(raw)
+    if isinstance(parsed, str):
+        shown = "\n".join(escape.text(masking.text(line)) for line in parsed.split("\n"))
+    else:
+        shown = escape.json_text(masking.masked(parsed), indent=2)
+    if size > len(raw):
+        shown += f"\n… (the first {BODY_LIMIT} of {size} bytes)"
+    return shown
+
+
+def _sent_size(entry: Entry) -> int:
+    """The size of the body a request sent: its Content-Length, when it is a number."""
+    declared = entry.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() and len(declared) < 20 else len(entry.raw_body)
+
+
+def _headers(found: dict[str, str]) -> list[list[str]]:
+    return [[escape.text(k), escape.text(v)] for k, v in masking.headers(found).items()]
+
+
+def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) -> dict[str, Any]:
+    """A request opened: what was sent and answered, and every rule it broke, explained."""
+    return {
+        **row(entry),
+        "pathParams": {escape.text(k): escape.text(v) for k, v in entry.path_params.items()},
+        "message": _text(entry.message),
+        "request": {
+            "headers": _headers(entry.headers),
+            "body": body(entry.raw_body, _sent_size(entry)),
+        },
+        "response": {
+            "headers": _headers(entry.response_headers),
+            "body": body(entry.raw_response, entry.response_bytes),
+        },
+        "broken": [
+            {
+                "rule": escape.text(rule["rule"]),
+                "violations": [
+                    {key: escape.text(value) for key, value in violation.items()}
+                    for violation in rule["violations"]
+                ],
+            }
+            for rule in explain.rules(entry, operations, gateway_prefix)
+        ],
+    }
+
+
+def record(found: Record) -> dict[str, Any]:
+    """A record of the world: its id, title and the record as indented JSON."""
+    return {
+        "id": escape.text(found.id),
+        "title": escape.text(found.title),
+        "record": escape.json_text(found.record, indent=2),
+    }
