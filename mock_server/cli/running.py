@@ -10,13 +10,11 @@ import signal
 import sys
 
 from mock_server import report_files
-from mock_server.app import PlatformMock
 from mock_server.cli.options import (
     EXIT_CANNOT_BIND,
     EXIT_FORCED,
-    config,
 )
-from mock_server.cli.serving import banner, finish
+from mock_server.cli.serving import banner, built, finish
 from mock_server.cli.supervision import run_command
 from mock_server.coordinates import FAIL_ON_VIOLATION
 from mock_server.http import request_log
@@ -35,7 +33,7 @@ def environment(server: BackgroundServer, args: argparse.Namespace) -> dict[str,
 def run(args: argparse.Namespace, command: list[str]) -> int:
     """Serve on a thread while `command` runs against the mock; COMMAND's exit status, or
     1 when it passed but the contract checks asked for failed."""
-    mock = PlatformMock(config(args))
+    mock = built(args)
     try:
         server = BackgroundServer(mock, args.host, args.port)
     except OSError as exc:

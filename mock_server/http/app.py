@@ -246,7 +246,11 @@ def build_connexion_app(mock: Mock) -> connexion.FlaskApp:
     middleware.app, middleware.middleware_stack = middleware._build_middleware_stack()
     rules = plan_views(app.app, mock)
     app.app.request_context = _routed_context(app.app, rules)
-    wsgi.install(app, environ_from=lambda scope: {ROUTED: _rule_of(scope, rules)})
+    wsgi.install(
+        app,
+        environ_from=lambda scope: {ROUTED: _rule_of(scope, rules)},
+        world_lock=mock.store.lock,
+    )
     return app
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from connexion.security import BearerSecurityHandler
 
 from mock_server.exchange import exchange
+from mock_server.http.wsgi import when_free
 
 if TYPE_CHECKING:
     from mock_server.auth import Authenticator
@@ -23,8 +24,13 @@ def security_map(authenticator: Authenticator) -> dict[str, type]:
                     request.headers.get("Authorization")
                 )
 
-            def verify(request: Any) -> dict[str, Any]:
-                caller, token = authenticator.authenticate(request.headers.get("Authorization"))
+            async def verify(request: Any) -> dict[str, Any]:
+                header = request.headers.get("Authorization")
+                # Who the token names is the world's to say: read under its lock, never
+                # waiting for it on the event loop.
+                caller, token = await when_free(
+                    authenticator.store.lock, lambda: authenticator.authenticate(header)
+                )
                 # `token`: the personal access token to mark used once the request succeeds.
                 mine = exchange(request.scope)
                 mine.caller, mine.token = caller, token

@@ -5,15 +5,18 @@ thread and makes a round trip between threads for each response message: about 4
 mock's time per request. The mock's handlers only touch in-memory state under a lock and
 never wait on I/O (fault delays happen earlier, in ASGI), so they run inline: one at a time,
 each holding the loop only while it runs (well under a millisecond for the
-platform operations). The few that may take seconds (`OFF_LOOP`) run on a worker thread.
+platform operations). The few that may take seconds (`OFF_LOOP`) run on a worker thread, and
+so does a request that finds the world's lock held by one of them: it waits for the world
+there, never on the event loop, which goes on answering meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import connexion
 from a2wsgi.wsgi import build_environ
@@ -23,19 +26,36 @@ from mock_server import errors
 from mock_server.http.scope import operation_id
 from mock_server.validation import ONE_BIG_BODY, body_limit
 
+T = TypeVar("T")
 WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
-# Operations whose handler may take seconds on a big input (a fixture document of up to
-# 64 MiB is read and checked): served on a worker thread, so that the event loop answers
-# other requests meanwhile. The world's lock still orders every change.
-OFF_LOOP = frozenset({"adminLoadFixtures"})
+# Operations whose handler may take seconds on a big input or a big world (a fixture document
+# of up to 64 MiB read, checked and applied; a world of 100,000 runs written out, or rebuilt
+# for a seed it was not built for): served on
+# a worker thread, so that the event loop answers other requests meanwhile. The world's lock
+# still orders every change.
+OFF_LOOP = frozenset({"adminLoadFixtures", "adminGetState", "adminReset"})
+
+
+class WorldLock(Protocol):
+    """The world's reentrant lock, as the server takes it: without waiting."""
+
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+
+    def release(self) -> None: ...
 
 
 class InlineWSGI:
     """An ASGI app serving a WSGI app synchronously, with the request body read first."""
 
-    def __init__(self, app: WSGIApp, environ_from: Callable[[Scope], dict[str, Any]]):
+    def __init__(
+        self,
+        app: WSGIApp,
+        environ_from: Callable[[Scope], dict[str, Any]],
+        world_lock: WorldLock | None = None,
+    ):
         self.app = app
         self.environ_from = environ_from  # what the app is told beyond the WSGI environ
+        self.world_lock = world_lock or threading.RLock()  # what handlers wait on
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -71,7 +91,7 @@ class InlineWSGI:
         if operation_id(scope) in OFF_LOOP:
             content = await asyncio.to_thread(_alone, respond)
         else:
-            content = respond()
+            content = await when_free(self.world_lock, respond)
         status, headers = started
         await send(
             {
@@ -84,6 +104,19 @@ class InlineWSGI:
             }
         )
         await send({"type": "http.response.body", "body": content})
+
+
+async def when_free(lock: WorldLock, work: Callable[[], T]) -> T:
+    """`work()`, which takes the world's reentrant `lock`: at once on the event loop when the
+    lock is free (held meanwhile, so no long operation slips in between), else on a worker
+    thread that waits for it, so that the loop goes on answering while a long operation (a
+    load, a re-seed) holds the world."""
+    if lock.acquire(blocking=False):
+        try:
+            return work()
+        finally:
+            lock.release()
+    return await asyncio.to_thread(work)
 
 
 def _alone(respond: Callable[[], bytes]) -> bytes:
@@ -110,8 +143,11 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
 
 
 def install(
-    app: connexion.FlaskApp, environ_from: Callable[[Scope], dict[str, Any]] = lambda _: {}
+    app: connexion.FlaskApp,
+    environ_from: Callable[[Scope], dict[str, Any]] = lambda _: {},
+    world_lock: WorldLock | None = None,
 ) -> None:
     """Serve this Connexion FlaskApp's Flask app inline instead of through a2wsgi, with
-    `environ_from(scope)` added to each request's WSGI environ."""
-    app._middleware_app.asgi_app = InlineWSGI(app.app.wsgi_app, environ_from)
+    `environ_from(scope)` added to each request's WSGI environ; `world_lock`, the reentrant
+    lock the handlers take (a request that finds it held waits for it on a worker thread)."""
+    app._middleware_app.asgi_app = InlineWSGI(app.app.wsgi_app, environ_from, world_lock)

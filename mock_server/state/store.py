@@ -88,8 +88,17 @@ class Store:
     milliseconds whatever the size of the world, and the reset world is the fresh one.
     """
 
-    def __init__(self, seed: int, documents: Iterable[Document], signer: Minter):
-        """`signer`: the server's, for its whole life (re-seeds included), given by the app."""
+    def __init__(
+        self,
+        seed: int,
+        documents: Iterable[Document],
+        signer: Minter,
+        *,
+        world: tuple[World, Sources] | None = None,
+    ):
+        """`signer`: the server's, for its whole life (re-seeds included), given by the app.
+        `world`: a world and its sources to hold as they are (`apart`), instead of the one
+        the documents build."""
         _check_seed(seed)
         self.lock = threading.RLock()
         self.seed = seed
@@ -108,12 +117,24 @@ class Store:
         self.gateway: Gateway = Gateway(self)
         self.areas: tuple[Area, ...] = tuple(v for v in vars(self).values() if isinstance(v, Area))
         self._loaders = self._gather_loaders()
-        self.world = World()
-        self.sources = Sources(seed)
         # Worlds as built, by seed and extra documents (the initial world of a seed has none):
         # what `reset()` restores. The most recently used are kept.
         self._snapshots: OrderedDict[Hashable, tuple[FrozenWorld, SourcesState]] = OrderedDict()
+        if world is not None:
+            self.world, self.sources = world
+            return
+        self.world = World()
+        self.sources = Sources(seed)
         self.reset()
+
+    def apart(self) -> Store:
+        """A store of its own on a copy of this world as it is now, made in milliseconds at
+        any size (`World.copy`): what a long read works on (a dump of a big world) while
+        this store goes on answering, its lock free. It keeps no snapshot to reset to."""
+        with self.lock:
+            sources = Sources.restored(self.sources.snapshot(), self.sources.faker)
+            world = (self.world.copy(), sources)
+            return Store(self.seed, self.initial_documents, self.signer, world=world)
 
     def _gather_loaders(self) -> dict[str, Callable[[Any], None]]:
         """Every section's loader, from the area that owns it; a section owned twice, or
@@ -137,16 +158,18 @@ class Store:
     def dump(self) -> dict[str, Any]:
         """The whole world as a fixture document (its empty sections left out): loaded into a
         store without other documents, it rebuilds this world, ids and timestamps included.
-        Each area's dump is its own: it shares nothing the world goes on changing."""
-        with self.lock:
-            written: dict[str, Any] = {"clock": iso(self.sources.clock.now())}
-            for area in self.areas:
-                written.update(area.dump())
-            return {
-                section: written[section]
-                for section in SECTIONS
-                if written.get(section) not in ([], None)
-            }
+        Each area's dump is its own: it shares nothing the world goes on changing. It is
+        written from a copy of the world (`apart`): the lock is held for milliseconds, not
+        for the seconds a dump of a big world takes."""
+        copy = self.apart()
+        written: dict[str, Any] = {"clock": iso(copy.sources.clock.now())}
+        for area in copy.areas:
+            written.update(area.dump())
+        return {
+            section: written[section]
+            for section in SECTIONS
+            if written.get(section) not in ([], None)
+        }
 
     def reset(self, seed: int | None = None, extra: Iterable[Document] = ()) -> None:
         """Back to the initial world of the seed (the current one if None), with the `extra`
