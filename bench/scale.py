@@ -49,8 +49,8 @@ RUNS_PATH = f"/api/svc/v1/jobs/{JOB_ID}/runs"
 PAGE_PATH = RUNS_PATH + "?limit=20&status=FAILED&status=RUNNING&sortBy=duration"
 # (key, what is measured, target (lower is better; None: no target), unit)
 TARGETS = (
-    ("load_s", "load to first 200", 3.0, "s"),
-    ("load_rss_mb", "peak RSS of the load", 300.0, "MB"),
+    ("load_s", "load to first 200", 2.0, "s"),
+    ("load_rss_mb", "peak RSS of the load", 250.0, "MB"),
     ("reset_p50_ms", "reset p50", 50.0, "ms"),
     ("page_p50_ms", "filtered sorted page p50", 20.0, "ms"),
     ("dump_s", "dump (GET /__admin/state)", None, "s"),
