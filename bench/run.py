@@ -2,6 +2,7 @@
 
     python bench/run.py [--duration 10] [--rounds 3] [--warmup 1] [--out bench/results]
                         [--no-prism] [--skip resets|tokens|scale|stall ...]
+    python bench/run.py --from-json bench/results/results.json  (the report again, no run)
 
 Every server is started at once and left running: the mock, Prism 5 in static mode
 (`prism mock -v error`, one process per `spec/` document) and three references answering
@@ -569,14 +570,14 @@ def targets(results: dict) -> list[dict]:
     for row in results["throughput"]:
         mock = row[MOCK]
         add(f"{row['scenario']}: req/s >= {FLOOR_RPS}x FlaskApp floor", mock.get(f"x_{FLOOR}"),
-            FLOOR_RPS, "{:.2f}x", at_least=True)  # fmt: skip
+            FLOOR_RPS, "{:.3f}x", at_least=True)  # fmt: skip
         add(f"{row['scenario']}: CPU/req <= {FLOOR_CPU}x FlaskApp floor",
-            mock.get(f"cpu_x_{FLOOR}"), FLOOR_CPU, "{:.2f}x")  # fmt: skip
+            mock.get(f"cpu_x_{FLOOR}"), FLOOR_CPU, "{:.3f}x")  # fmt: skip
     per_test = results["per_test"]
     add(f"a test in process <= {IN_PROCESS_X_TCP}x over TCP", per_test["in_process_x_tcp"],
-        IN_PROCESS_X_TCP, "{:.2f}x")  # fmt: skip
+        IN_PROCESS_X_TCP, "{:.3f}x")  # fmt: skip
     add(f"a test in process <= {IN_PROCESS_X_PRISM}x Prism's 5 calls",
-        per_test.get("in_process_x_prism"), IN_PROCESS_X_PRISM, "{:.2f}x", "no Prism")  # fmt: skip
+        per_test.get("in_process_x_prism"), IN_PROCESS_X_PRISM, "{:.3f}x", "no Prism")  # fmt: skip
     heavy = results["heavy"]
     resets = heavy["resets"]
     add(f"plugin reset, {BIG_RUNS // 1000}k runs, p50 <= {RESET_BIG_MS:g} ms",
@@ -584,7 +585,7 @@ def targets(results: dict) -> list[dict]:
     add(f"plugin reset, default world, p50 <= {RESET_DEFAULT_MS} ms",
         resets.get("default", {}).get("p50_ms"), RESET_DEFAULT_MS, "{:.3f} ms")  # fmt: skip
     add(f"PAT request, {MANY_TOKENS // 1000}k tokens <= {TOKENS_X}x {FEW_TOKENS} tokens",
-        heavy["tokens"].get("ratio"), TOKENS_X, "{:.2f}x")  # fmt: skip
+        heavy["tokens"].get("ratio"), TOKENS_X, "{:.3f}x")  # fmt: skip
     scaled = heavy["scale"]
     add(f"{BIG_RUNS // 1000}k written-out runs: load < {LOAD_S:g} s", scaled.get("load_s"),
         LOAD_S, "{:.2f} s" + (f" (CPU {scaled['load_cpu_s']:.2f} s)" if "load_cpu_s" in scaled
@@ -655,6 +656,20 @@ def report(results: dict, names: list[str], out: Path) -> None:
             )
     lines.append(f"cold start of the mock to its first 200: {results['cold_start_s']:.2f} s")
     heavy = results["heavy"]
+    if "not_measured" not in heavy["resets"]:
+        lines.append("the platform_mock fixture's reset, p50 ms (its CPU), p90, max:")
+        for name in ("default", "big"):
+            m = heavy["resets"][name]
+            lines.append(
+                f"  {name:8} {m['p50_ms']:7.3f} ({m['cpu_p50_ms']:.3f}) {m['p90_ms']:7.3f} "
+                f"{m['max_ms']:7.3f}  ({m['sessions']} sessions of {m['tests']} tests)"
+            )
+    tokens = heavy["tokens"]
+    if "not_measured" not in tokens:
+        lines.append(
+            f"{tokens['operation']} with a PAT, CPU us per request: {tokens['few_us']:.0f} at "
+            f"{tokens['few']:,} tokens, {tokens['many_us']:.0f} at {tokens['many']:,}"
+        )
     for name in HEAVY:
         figures = heavy[name]
         if "not_measured" in figures:
@@ -770,7 +785,20 @@ def main() -> None:
         help="leave out one of the measures after the rounds (repeatable); its targets then "
         "read 'not measured'",
     )
+    parser.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="measure nothing: write the report of an earlier run's results.json again",
+    )
     args = parser.parse_args()
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        first = results["rounds"][0]["throughput"]
+        names = [name for name in SERVERS if name in next(iter(first.values()))]
+        summarise(results, scenarios(), names)
+        results["targets"] = targets(results)
+        report(results, names, Path(args.out))
+        return
     if args.rounds < 3:
         parser.error("--rounds: at least 3, so that one busy round cannot decide a median")
     wrk_bin = ensure_wrk()
