@@ -10,15 +10,25 @@ and operation, the worlds in rotating order each round (this machine is shared).
 is, per operation, the median over rounds of the per-round ratio to the base world: 1.0 is
 flat.
 
-    python bench/flat.py [--unit 2000] [--rounds 3] [--seconds 1]
+With `--tokens N`, instead: the same request (GET job runs) authenticated by a personal
+access token, on the default world with 10 tokens and with N (200,000 by default in
+`token_cost`), each world in a process of its own (as a served mock holds one world), in
+rotating rounds; the figure is the median of the per-round ratios of CPU time per request.
+
+    python bench/flat.py [--unit 500] [--rounds 3] [--seconds 1]
+    python bench/flat.py --tokens 200000 [--rounds 5] [--seconds 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import multiprocessing
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
+from multiprocessing.connection import Connection
+from typing import Any
 
 import httpx
 
@@ -74,12 +84,28 @@ def bigger(unit: int) -> dict:
     }
 
 
-class World:
-    """A mock of one size, with an in-process client and a PAT of its default user."""
+# Owners of the token worlds' tokens: the same users whatever the number of tokens.
+TOKEN_OWNERS = 100
 
-    def __init__(self, unit: int):
+
+def tokens(count: int) -> dict:
+    """`count` personal access tokens, spread over TOKEN_OWNERS users of their own."""
+    return {
+        "users": [{"email": f"holder-{i}@acme.example"} for i in range(TOKEN_OWNERS)],
+        "personalAccessTokens": [
+            {"owner": f"holder-{i % TOKEN_OWNERS}@acme.example", "name": f"token-{i}"}
+            for i in range(count)
+        ],
+    }
+
+
+class World:
+    """A mock of the default world and `document`, with an in-process client and a PAT of
+    its default user."""
+
+    def __init__(self, document: dict | None):
         started = time.perf_counter()
-        extra = [fixtures.check(bigger(unit), f"{unit} of each")] if unit else []
+        extra = [fixtures.check(document, "the benchmark's world")] if document else []
         self.mock = PlatformMock(MockConfig())
         self.mock.reset(extra=extra)
         self.mock.store._snapshots.clear()  # keep one world's memory, not two
@@ -121,16 +147,84 @@ class World:
         return (time.process_time() - cpu_started) * 1e6 / count
 
 
+def _token_world(count: int, connection: Connection) -> None:
+    """A process holding the default world and `count` tokens: measures what it is asked."""
+    world = World(tokens(count))
+    connection.send(world.built_s)
+    while (asked := connection.recv()) is not None:
+        connection.send(world.cpu_per_request_us(*asked))
+
+
+def token_cost(
+    many: int = 200_000,
+    few: int = 10,
+    rounds: int = 5,
+    seconds: float = 2.0,
+    operation_id: str = "listJobRuns",
+) -> dict[str, Any]:
+    """CPU time of a PAT-authenticated request with `many` tokens in the world and with
+    `few`, each world in a process of its own, the order swapped every round: the medians,
+    and the median of the per-round ratios (many / few)."""
+    context = multiprocessing.get_context("spawn")
+    workers: dict[int, tuple[Any, Connection]] = {}
+    try:
+        for count in (few, many):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_token_world, args=(count, theirs), daemon=True)
+            process.start()
+            workers[count] = (process, ours)
+        built = {count: connection.recv() for count, (_, connection) in workers.items()}
+        for _, connection in workers.values():  # warm up
+            connection.send((operation_id, 0.5))
+            connection.recv()
+        costs: dict[int, list[float]] = {few: [], many: []}
+        ratios = []
+        for round_number in range(rounds):
+            order = [few, many] if round_number % 2 == 0 else [many, few]
+            for count in order:
+                workers[count][1].send((operation_id, seconds))
+                costs[count].append(workers[count][1].recv())
+            ratios.append(costs[many][-1] / costs[few][-1])
+    finally:
+        for process, connection in workers.values():
+            with contextlib.suppress(OSError):  # it has ended already
+                connection.send(None)
+            process.join(timeout=30)
+            if process.is_alive():
+                process.terminate()
+    return {
+        "operation": operation_id,
+        "few": few,
+        "many": many,
+        "built_s": {str(count): value for count, value in built.items()},
+        "few_us": statistics.median(costs[few]),
+        "many_us": statistics.median(costs[many]),
+        "ratio": statistics.median(ratios),
+        "rounds": rounds,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--unit", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument(
+        "--tokens", type=int, default=None, help="compare a PAT request at this many tokens"
+    )
     args = parser.parse_args()
+    if args.tokens is not None:
+        found = token_cost(args.tokens, rounds=args.rounds, seconds=args.seconds)
+        print(
+            f"{found['operation']} with a PAT: {found['few_us']:.0f} us of CPU at "
+            f"{found['few']:,} tokens, {found['many_us']:.0f} us at {found['many']:,}; "
+            f"median ratio of {found['rounds']} rounds {found['ratio']:.3f}"
+        )
+        return
     sizes = {"base": args.unit, "10x": 10 * args.unit, "100x": 100 * args.unit}
     worlds = {}
     for name, unit in sizes.items():
-        worlds[name] = World(unit)
+        worlds[name] = World(bigger(unit))
         print(
             f"{name}: {unit} users, grants, tokens and runs, built in {worlds[name].built_s:.1f} s"
         )

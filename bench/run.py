@@ -1,35 +1,40 @@
-"""The benchmark: the mock beside Prism and three references, all running at once, in rounds.
+"""The benchmark: the mock beside its floors, Prism and bare ASGI in rotating rounds; every target.
 
     python bench/run.py [--duration 10] [--rounds 3] [--warmup 1] [--out bench/results]
-                        [--no-prism] [--scale]
+                        [--no-prism] [--skip resets|tokens|scale|stall ...]
+    python bench/run.py --from-json bench/results/results.json  (the report again, no run)
 
 Every server is started at once and left running: the mock, Prism 5 in static mode
 (`prism mock -v error`, one process per `spec/` document) and three references answering
 the mock's own pre-serialised bodies: a bare ASGI app (bench/bare.py) and a Connexion
-FlaskApp and AsyncApp doing nothing else (bench/floor.py). They are then driven in rounds
-(`--rounds`, at least 3): in each round every scenario runs against every server with wrk
-(-t2 -c16 for throughput, -c1 for latency) over loopback, the servers' order rotated from
-one round to the next. A busy spell of the machine thus falls on every server in turn, and
-each ratio (mock/Prism, mock/bare, ...) is taken within a round, between runs seconds apart;
-the figure reported is the median of the per-round ratios, not the ratio of the medians.
+FlaskApp and AsyncApp doing nothing else (bench/floor.py). The FlaskApp floor is the least an
+operation costs on the mock's own stack: the throughput targets are ratios to it. The
+servers are then driven in rounds (`--rounds`, at least 3): in each round every scenario runs
+against every server with wrk (-t2 -c16 for throughput, -c1 for latency) over loopback, the
+servers' order rotated from one round to the next, and each server's CPU time per request is
+read from /proc (user + system, of its whole process tree) before and after each wrk run.
+A busy spell of the machine thus falls on every server in turn; each ratio (mock/floor,
+mock/Prism, ...) is taken within a round, between runs seconds apart, and the figure
+reported is the median of the per-round ratios, not the ratio of the medians.
 
-Besides requests/s and latency, it measures:
-- each server's CPU time per request (user + system, read from /proc before and after each
-  wrk run, divided by the requests served), in microseconds;
-- what a pytest plugin user pays per test: a new client (sharing the plugin's SSL
-  context, as `platform_mock.client()` builds it), `POST /__admin/reset` and five calls of
-  the platform API on it, beside the same five calls to Prism on one client (Prism has no
-  reset), in wall time per test (median) and server CPU time per test;
-- with `--scale`, the 100,000-run world (`bench/scale.py`'s `measure`, in a process of its
-  own), when that module is present; otherwise its targets read "not measured".
+Each round also runs, in rotated order, what a pytest plugin user pays per test
+(bench/test_cost.py's test: the world reset, a new client, five calls): with the plugin's
+in-process client, over loopback TCP to the same mock served in a thread (the plugin's `url`),
+and the five calls to Prism on a new client (Prism has no reset). After the rounds, each
+unless `--skip` names it:
+- resets: the `platform_mock` fixture's reset per test, in a pytest session, on the default
+  world and on 100,000 runs (bench/plugin_reset.py);
+- tokens: a PAT-authenticated GET of job runs at 200,000 tokens against 10, each world in a
+  process of its own, in alternating rounds (bench/flat.py's `token_cost`);
+- scale: 100,000 written-out runs served: load time, RSS, dump and load back (bench/scale.py);
+- stall: a latency probe beside the admin API's dump, load, reset and re-seed of that world
+  (bench/stall.py).
 
-Before the first round each server gets `--warmup` seconds of unrecorded load per scenario.
-It prints a table and every target with met or not (each scenario at least 1.0x Prism,
-single-connection p50 at most 4x bare, a test at most Prism's five calls, the 100k-run
-world's bounds), and writes JSON (with every round's raw figures), text and a PNG chart to
-`--out` with the date and the machine (cores, CPU model, Python version). Setup is the
-benchmark's own: wrk comes from Debian's packages (installed with apt-get when missing and
-run as root), Prism from the npm registry into bench/.prism. Not part of the test suite.
+It prints a table and every target with met or not, and writes JSON (with every round's raw
+figures), text and a PNG chart to `--out` with the date and the machine (cores, CPU model,
+Python version). Setup is the benchmark's own: wrk comes from Debian's packages (installed
+with apt-get when missing and run as root), Prism from the npm registry into bench/.prism.
+Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -47,41 +52,45 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 # The servers and `platform-mock token` started here sign with one key, so that the tokens
 # printed work on the servers (each server would otherwise draw its own).
 os.environ.setdefault("PLATFORM_MOCK_SIGNING_KEY", secrets.token_hex(32))
 
 ROOT = Path(__file__).resolve().parent.parent
+# bench/ is not a package: its scripts import each other from its folder.
+sys.path.insert(0, str(ROOT / "bench"))
 PRISM_DIR = ROOT / "bench" / ".prism"
 PRISM = PRISM_DIR / "node_modules" / ".bin" / "prism"
-SCALE = ROOT / "bench" / "scale.py"
 DEMO_RESPONSE = "resp_0000000000000000000000000000demo"
-MOCK, PRISM_NAME, BARE = "platform-mock", "prism", "bare"
-SERVERS = (MOCK, PRISM_NAME, "flaskapp-floor", "asyncapp-floor", BARE)
+MOCK, PRISM_NAME, BARE, FLOOR = "platform-mock", "prism", "bare", "flaskapp-floor"
+SERVERS = (MOCK, PRISM_NAME, FLOOR, "asyncapp-floor", BARE)
 # All answer the mock's own bodies: bare is the ceiling of Python and uvicorn here, the
 # floors the least an operation costs on Connexion's FlaskApp (the mock's stack) and on its
 # AsyncApp (see each script's docstring).
 REFERENCES = {
     BARE: ["bare.py"],
-    "flaskapp-floor": ["floor.py"],
+    FLOOR: ["floor.py"],
     "asyncapp-floor": ["floor.py", "--async"],
 }
 THROUGHPUT = {"connections": 16, "threads": 2}
 SINGLE = {"connections": 1, "threads": 1}
-# The five calls of a typical test, by index into scenarios(): it reads the runs, lists
-# the deployments, reads a model response, gets its token and reads the runs again.
-TEST_CALLS = (0, 1, 2, 3, 0)
-SCALE_RUNS = 100_000
-SCALE_TARGETS = (  # key of scale.measure()'s result, target, bound, shown as
-    ("load_s", "100k runs: world loads < 3 s", 3.0, "{:.2f} s"),
-    ("load_rss_mb", "100k runs: resident memory once loaded < 300 MB", 300.0, "{:.0f} MB"),
-    ("reset_p50_ms", "100k runs: reset < 50 ms p50", 50.0, "{:.1f} ms"),
-    ("page_p50_ms", "100k runs: filtered sorted page < 20 ms p50", 20.0, "{:.1f} ms"),
-)
+IN_PROCESS, TCP = "in process", "tcp"  # the per-test kinds, with PRISM_NAME
+HEAVY = ("resets", "tokens", "scale", "stall")
+BIG_RUNS = 100_000
+MANY_TOKENS, FEW_TOKENS = 200_000, 10
+# The targets, each a bound on a figure.
+FLOOR_RPS, FLOOR_CPU = 0.9, 1.15  # x the FlaskApp floor's throughput, CPU per request
+IN_PROCESS_X_TCP, IN_PROCESS_X_PRISM = 0.6, 0.7  # a test in process, x over TCP, x Prism
+RESET_BIG_MS, RESET_DEFAULT_MS = 10.0, 0.3  # the plugin's reset, p50
+TOKENS_X = 1.2  # a PAT request at MANY_TOKENS, x at FEW_TOKENS
+LOAD_S, LOAD_MB = 2.0, 250.0  # 100k written-out runs: load time, peak RSS
+STALL_MS = 100.0  # no probe beside an admin operation on 100k runs slower than this
 
 
 @dataclass
@@ -400,105 +409,90 @@ def rotated(names: list[str], round_number: int) -> list[str]:
 
 
 # -- per test ---------------------------------------------------------------------------------
-def mock_tests(
-    process: Process, cases: list[Scenario], token: str, admin_token: str, duration: float
-) -> dict:
-    """Tests as the pytest plugin's user runs them, for `duration` seconds: each builds
-    its client as `platform_mock.client()` does, resets the world and makes five calls."""
-    import httpx
+class PerTest:
+    """bench/test_cost.py's test three ways: in process and over TCP to a mock of this
+    process (the plugin's two clients), and its five calls to Prism's control plane."""
 
-    from mock_server.pytest_plugin import ssl_context
+    def __init__(self, prism: Server | None):
+        import httpx
+        import test_cost
 
-    base = f"http://127.0.0.1:{process.port}"
-    user = {"Authorization": f"Bearer {token}"}
-    admin = {"Authorization": f"Bearer {admin_token}"}
-    ssl_context()  # made once per session by the plugin, not once per test
-    tests, clients, failures = [], [], 0
-    cpu_before = process.cpu_seconds()
-    end = time.perf_counter() + duration
-    while time.perf_counter() < end:
-        started = time.perf_counter()
-        client = httpx.Client(base_url=base, headers=user, verify=ssl_context())
-        built = time.perf_counter()
-        with client:
-            statuses = [client.post("/__admin/reset", headers=admin).status_code]
-            for index in TEST_CALLS:
-                case = cases[index]
-                statuses.append(client.request(case.method, case.path, json=case.body).status_code)
-        tests.append((time.perf_counter() - started) * 1000)
-        clients.append((built - started) * 1000)
-        failures += sum(status != 200 for status in statuses)
-    return {
-        "tests": len(tests),
-        "per_test_ms": statistics.median(tests),
-        "client_ms": statistics.median(clients),
-        "server_cpu_ms_per_test": (process.cpu_seconds() - cpu_before) * 1000 / len(tests),
-        "non_200": failures,
+        from mock_server import PlatformMock, contract
+        from mock_server.pytest_plugin import ssl_context
+        from mock_server.server import BackgroundServer
+
+        self.mock = PlatformMock()
+        self.calls = test_cost.calls(self.mock)
+        self.server = BackgroundServer(self.mock).start()
+        self.kinds = test_cost.mock_kinds(self.mock, self.server)
+        if prism is not None:
+            spec = {contract.operations()[call.operation_id].document for call in self.calls}
+            if len(spec) != 1:
+                raise RuntimeError(f"the test's calls span {spec}: Prism serves each apart")
+            process = prism.processes[Path(spec.pop()).name]
+            context = ssl_context()
+            self.kinds[PRISM_NAME] = test_cost.Kind(
+                lambda: httpx.Client(verify=context),
+                f"http://127.0.0.1:{process.port}",
+                None,
+                spec_paths=True,
+            )
+        self.per_test = test_cost.per_test
+
+    def run(self, name: str, seconds: float) -> dict:
+        return self.per_test(self.kinds[name], self.calls, seconds)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+# -- after the rounds -------------------------------------------------------------------------
+def heavy(name: str, measure: Callable[[], dict]) -> dict:
+    """One of the measures after the rounds, or why there is none."""
+    print(f"bench: {name}", file=sys.stderr)
+    try:
+        return measure()
+    except Exception as exc:  # the others still run; the report says why this one did not
+        return {"not_measured": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def measures(skip: set[str], rounds: int, duration: float) -> dict:
+    import flat
+    import plugin_reset
+    import scale
+    import stall
+
+    found: dict[str, dict] = {}
+    runs: dict[str, Callable[[], dict]] = {
+        "resets": lambda: plugin_reset.measure(200, BIG_RUNS),
+        "tokens": lambda: flat.token_cost(
+            MANY_TOKENS, FEW_TOKENS, rounds=max(rounds, 5), seconds=min(duration, 3)
+        ),
+        "scale": lambda: scale.measure(BIG_RUNS),
+        "stall": lambda: stall.measure(BIG_RUNS),
     }
-
-
-def prism_tests(server: Server, cases: list[Scenario], token: str, duration: float) -> dict:
-    """The same five calls to Prism, for `duration` seconds, all on one client."""
-    import httpx
-
-    from mock_server.pytest_plugin import ssl_context
-
-    times, failures = [], 0
-    headers = {"Authorization": f"Bearer {token}"}
-    processes = list(server.processes.values())
-    cpu_before = sum(process.cpu_seconds() for process in processes)
-    with httpx.Client(headers=headers, verify=ssl_context()) as client:
-        end = time.perf_counter() + duration
-        while time.perf_counter() < end:
-            started = time.perf_counter()
-            for index in TEST_CALLS:
-                process, path = server.target(cases[index])
-                url = f"http://127.0.0.1:{process.port}{path}"
-                response = client.request(cases[index].method, url, json=cases[index].body)
-                failures += response.status_code != 200
-            times.append((time.perf_counter() - started) * 1000)
-    cpu = sum(process.cpu_seconds() for process in processes) - cpu_before
-    return {
-        "tests": len(times),
-        "per_test_ms": statistics.median(times),
-        "server_cpu_ms_per_test": cpu * 1000 / len(times),
-        "non_200": failures,
-    }
-
-
-# -- the 100k-run world -----------------------------------------------------------------------
-SCALE_CALL = """
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("scale", sys.argv[1])
-scale = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(scale)
-print(json.dumps(scale.measure(int(sys.argv[2]))))
-"""
-
-
-def scale(enabled: bool) -> dict:
-    """`bench/scale.py`'s figures, measured in a process of their own so that the
-    benchmark's memory does not count, or why there are none."""
-    if not enabled:
-        return {"not_measured": "--scale not given"}
-    if not SCALE.exists():
-        return {"not_measured": "bench/scale.py is absent"}
-    result = subprocess.run(
-        [sys.executable, "-c", SCALE_CALL, str(SCALE), str(SCALE_RUNS)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    if result.returncode != 0:
-        reason = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"not_measured": f"bench/scale.py failed: {reason}"}
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    for name in HEAVY:
+        if name in skip:
+            found[name] = {"not_measured": f"--skip {name}"}
+        else:
+            found[name] = heavy(name, runs[name])
+    return found
 
 
 # -- summary ----------------------------------------------------------------------------------
 def median_of(values: list) -> float | None:
     present = [value for value in values if value is not None]
     return statistics.median(present) if present else None
+
+
+def per_round_ratio(rounds: list[dict], figure: Callable[[dict, str], Any], a: str, b: str):
+    """The median over rounds of figure(round, a) / figure(round, b)."""
+    ratios = []
+    for measured in rounds:
+        top, bottom = figure(measured, a), figure(measured, b)
+        if top is not None and bottom:
+            ratios.append(top / bottom)
+    return statistics.median(ratios) if ratios else None
 
 
 def summarise(results: dict, cases: list[Scenario], names: list[str]) -> None:
@@ -515,15 +509,15 @@ def summarise(results: dict, cases: list[Scenario], names: list[str]) -> None:
             }
             entry["non_2xx"] = sum(run["non_2xx"] for run in runs)
             entry["socket_errors"] = sum(run["socket_errors"] for run in runs)
-            for reference in (BARE, PRISM_NAME):
+            for reference in (FLOOR, BARE, PRISM_NAME):
                 if reference in names:
-                    entry[f"x_{reference}"] = median_of(
-                        [
-                            r["throughput"][case.name][name]["rps"]
-                            / r["throughput"][case.name][reference]["rps"]
-                            for r in rounds
-                        ]
-                    )
+                    for key, label in (("rps", "x"), ("cpu_us_per_request", "cpu_x")):
+                        entry[f"{label}_{reference}"] = per_round_ratio(
+                            rounds,
+                            lambda r, s, key=key, case=case: r["throughput"][case.name][s][key],
+                            name,
+                            reference,
+                        )
             row[name] = entry
         throughput.append(row)
     results["throughput"] = throughput
@@ -533,67 +527,79 @@ def summarise(results: dict, cases: list[Scenario], names: list[str]) -> None:
         single[name] = {
             "p50_ms": median_of([run["p50_ms"] for run in runs]),
             "cpu_us_per_request": median_of([run["cpu_us_per_request"] for run in runs]),
-            "x_bare": median_of(
-                [
-                    r["single_connection"][name]["p50_ms"] / r["single_connection"][BARE]["p50_ms"]
-                    for r in rounds
-                ]
-            ),
         }
+        for reference in (BARE, FLOOR):
+            single[name][f"x_{reference}"] = per_round_ratio(
+                rounds, lambda r, s: r["single_connection"][s]["p50_ms"], name, reference
+            )
     results["single_connection"] = single
-    per_test: dict = {}
-    for name in (MOCK, PRISM_NAME):
-        runs = [r["per_test"][name] for r in rounds if name in r["per_test"]]
-        if runs:
-            per_test[name] = {
-                key: median_of([run.get(key) for run in runs])
-                for key in ("per_test_ms", "client_ms", "server_cpu_ms_per_test")
-            }
-            per_test[name]["non_200"] = sum(run["non_200"] for run in runs)
-    if PRISM_NAME in per_test:
-        per_test["x_prism"] = median_of(
-            [
-                r["per_test"][MOCK]["per_test_ms"] / r["per_test"][PRISM_NAME]["per_test_ms"]
-                for r in rounds
-            ]
-        )
+    kinds = list(rounds[0]["per_test"])
+    per_test: dict = {
+        kind: {
+            "per_test_ms": median_of([r["per_test"][kind]["per_test_ms"] for r in rounds]),
+            "tests": sum(r["per_test"][kind]["tests"] for r in rounds),
+            "not_2xx": sum(r["per_test"][kind]["not_2xx"] for r in rounds),
+        }
+        for kind in kinds
+    }
+
+    def test_ms(measured: dict, kind: str) -> float:
+        return measured["per_test"][kind]["per_test_ms"]
+
+    per_test["in_process_x_tcp"] = per_round_ratio(rounds, test_ms, IN_PROCESS, TCP)
+    if PRISM_NAME in kinds:
+        per_test["in_process_x_prism"] = per_round_ratio(rounds, test_ms, IN_PROCESS, PRISM_NAME)
+        per_test["tcp_x_prism"] = per_round_ratio(rounds, test_ms, TCP, PRISM_NAME)
     results["per_test"] = per_test
 
 
-def ratio_text(value: float | None) -> str:
-    return f"{value:.2f}x" if value is not None else "no Prism"
+def targets(results: dict) -> list[dict]:
+    """Each target: what is measured, the bound, and met (None: not measured)."""
+    rows: list[tuple[str, str, bool | None]] = []
 
-
-def targets(results: dict, cases: list[Scenario]) -> list[dict]:
-    rows = []
-    for index, (case, row) in enumerate(zip(cases, results["throughput"], strict=True)):
-        vs_prism = row[MOCK].get(f"x_{PRISM_NAME}")
-        what = "Prism static" if index == 0 else "Prism"
-        rows.append(
-            (
-                f"{case.name} >= 1.0x {what}",
-                ratio_text(vs_prism),
-                vs_prism is not None and vs_prism >= 1,
-            )
-        )
-    p50 = results["single_connection"][MOCK]["x_bare"]
-    rows.append(("single-connection p50 <= 4x bare", f"{p50:.1f}x", p50 <= 4))
-    per_test = results["per_test"]
-    vs_prism = per_test.get("x_prism")
-    rows.append(
-        (
-            "per test (client + reset + 5 calls) <= Prism's 5 calls",
-            ratio_text(vs_prism),
-            vs_prism is not None and vs_prism <= 1,
-        )
-    )
-    figures = results["scale"]
-    for key, target, bound, shown in SCALE_TARGETS:
-        value = figures.get(key)
+    def add(
+        target: str, value: float | None, bound: float, shown: str, why: str = "", *,
+        at_least: bool = False,
+    ) -> None:  # fmt: skip
         if value is None:
-            rows.append((target, "not measured", None))
+            rows.append((target, why or "not measured", None))
         else:
-            rows.append((target, shown.format(value), value < bound))
+            met = value >= bound if at_least else value <= bound
+            rows.append((target, shown.format(value), met))
+
+    for row in results["throughput"]:
+        mock = row[MOCK]
+        add(f"{row['scenario']}: req/s >= {FLOOR_RPS}x FlaskApp floor", mock.get(f"x_{FLOOR}"),
+            FLOOR_RPS, "{:.3f}x", at_least=True)  # fmt: skip
+        add(f"{row['scenario']}: CPU/req <= {FLOOR_CPU}x FlaskApp floor",
+            mock.get(f"cpu_x_{FLOOR}"), FLOOR_CPU, "{:.3f}x")  # fmt: skip
+    per_test = results["per_test"]
+    add(f"a test in process <= {IN_PROCESS_X_TCP}x over TCP", per_test["in_process_x_tcp"],
+        IN_PROCESS_X_TCP, "{:.3f}x")  # fmt: skip
+    add(f"a test in process <= {IN_PROCESS_X_PRISM}x Prism's 5 calls",
+        per_test.get("in_process_x_prism"), IN_PROCESS_X_PRISM, "{:.3f}x", "no Prism")  # fmt: skip
+    heavy = results["heavy"]
+    resets = heavy["resets"]
+    add(f"plugin reset, {BIG_RUNS // 1000}k runs, p50 <= {RESET_BIG_MS:g} ms",
+        resets.get("big", {}).get("p50_ms"), RESET_BIG_MS, "{:.2f} ms")  # fmt: skip
+    add(f"plugin reset, default world, p50 <= {RESET_DEFAULT_MS} ms",
+        resets.get("default", {}).get("p50_ms"), RESET_DEFAULT_MS, "{:.3f} ms")  # fmt: skip
+    add(f"PAT request, {MANY_TOKENS // 1000}k tokens <= {TOKENS_X}x {FEW_TOKENS} tokens",
+        heavy["tokens"].get("ratio"), TOKENS_X, "{:.3f}x")  # fmt: skip
+    scaled = heavy["scale"]
+    add(f"{BIG_RUNS // 1000}k written-out runs: load < {LOAD_S:g} s", scaled.get("load_s"),
+        LOAD_S, "{:.2f} s" + (f" (CPU {scaled['load_cpu_s']:.2f} s)" if "load_cpu_s" in scaled
+        else ""))  # fmt: skip
+    add(f"{BIG_RUNS // 1000}k written-out runs: peak RSS < {LOAD_MB:g} MB",
+        scaled.get("load_rss_mb"), LOAD_MB, "{:.0f} MB")  # fmt: skip
+    stalls = heavy["stall"]
+    for operation in ("dump", "load", "reset", "reseed"):
+        worst, shown = None, ""
+        if "not_measured" not in stalls:
+            loop, lock = (stalls[probe][operation]["probe_max_ms"] for probe in ("health", "read"))
+            worst, shown = max(loop, lock), f"health {loop:.0f}, read {lock:.0f} ms"
+        add(f"probe beside {BIG_RUNS // 1000}k {operation}: max <= {STALL_MS:g} ms", worst,
+            STALL_MS, shown)  # fmt: skip
     return [{"target": t, "measured": m, "met": ok} for t, m, ok in rows]
 
 
@@ -611,58 +617,74 @@ def report(results: dict, names: list[str], out: Path) -> None:
         "per wrk run, servers running at once, order rotated each round; ratios are medians "
         "of per-round ratios",
         "",
-        f"{'scenario':30} {'server':15} {'req/s':>8} {'x bare':>7} {'x prism':>8} "
-        f"{'p50 ms':>7} {'p99 ms':>7} {'CPU us/req':>10}",
+        f"{'scenario':30} {'server':15} {'req/s':>8} {'x floor':>7} {'x bare':>7} "
+        f"{'x prism':>8} {'p50 ms':>7} {'p99 ms':>7} {'CPU us/req':>10} {'x floor':>7}",
     ]
     for row in results["throughput"]:
         for server in names:
             m = row[server]
             lines.append(
                 f"{row['scenario']:30} {server:15} {fmt(m['rps'], '8.0f')} "
-                f"{fmt(m.get('x_bare'), '7.3f')} {fmt(m.get('x_prism'), '8.2f')} "
+                f"{fmt(m.get(f'x_{FLOOR}'), '7.2f')} {fmt(m.get('x_bare'), '7.3f')} "
+                f"{fmt(m.get('x_prism'), '8.2f')} "
                 f"{fmt(m['p50_ms'], '7.2f')} {fmt(m['p99_ms'], '7.2f')} "
-                f"{fmt(m['cpu_us_per_request'], '10.0f')}"
+                f"{fmt(m['cpu_us_per_request'], '10.0f')} "
+                f"{fmt(m.get(f'cpu_x_{FLOOR}'), '7.2f')}"
                 + (f"  ({m['non_2xx']} non-2xx)" if m["non_2xx"] else "")
                 + (f"  ({m['socket_errors']} socket errors)" if m["socket_errors"] else "")
             )
     single = results["single_connection"]
     lines += [
         "",
-        f"{'single connection (wrk -c1)':30} {'p50 ms':>8} {'x bare':>7} {'CPU us/req':>10}",
+        f"{'single connection (wrk -c1)':30} {'p50 ms':>8} {'x bare':>7} {'x floor':>7} "
+        f"{'CPU us/req':>10}",
     ]
     lines += [
         f"{server:30} {fmt(single[server]['p50_ms'], '8.3f')} "
-        f"{fmt(single[server]['x_bare'], '7.1f')} "
+        f"{fmt(single[server]['x_bare'], '7.1f')} {fmt(single[server][f'x_{FLOOR}'], '7.2f')} "
         f"{fmt(single[server]['cpu_us_per_request'], '10.0f')}"
         for server in names
     ]
     per_test = results["per_test"]
-    mock = per_test[MOCK]
-    lines += [
-        "",
-        "per test, one client (median ms; server CPU ms per test)",
-        f"  platform-mock: new client + reset + 5 calls {mock['per_test_ms']:.2f} "
-        f"(the client {mock['client_ms']:.3f}); CPU {mock['server_cpu_ms_per_test']:.2f}",
-    ]
-    if PRISM_NAME in per_test:
-        prism = per_test[PRISM_NAME]
+    lines += ["", "a test (reset, new client, 5 calls; Prism: new client, 5 calls), median ms"]
+    for kind in (IN_PROCESS, TCP, PRISM_NAME):
+        if kind in per_test:
+            m = per_test[kind]
+            lines.append(
+                f"  {kind:11} {m['per_test_ms']:6.2f}  ({m['tests']} tests"
+                + (f", {m['not_2xx']} answers not 2xx)" if m["not_2xx"] else ")")
+            )
+    lines.append(f"cold start of the mock to its first 200: {results['cold_start_s']:.2f} s")
+    heavy = results["heavy"]
+    if "not_measured" not in heavy["resets"]:
+        lines.append("the platform_mock fixture's reset, p50 ms (its CPU), p90, max:")
+        for name in ("default", "big"):
+            m = heavy["resets"][name]
+            lines.append(
+                f"  {name:8} {m['p50_ms']:7.3f} ({m['cpu_p50_ms']:.3f}) {m['p90_ms']:7.3f} "
+                f"{m['max_ms']:7.3f}  ({m['sessions']} sessions of {m['tests']} tests)"
+            )
+    tokens = heavy["tokens"]
+    if "not_measured" not in tokens:
         lines.append(
-            f"  prism:         5 calls {prism['per_test_ms']:.2f}; "
-            f"CPU {prism['server_cpu_ms_per_test']:.2f}"
+            f"{tokens['operation']} with a PAT, CPU us per request: {tokens['few_us']:.0f} at "
+            f"{tokens['few']:,} tokens, {tokens['many_us']:.0f} at {tokens['many']:,}"
         )
-    failures = sum(per_test[name]["non_200"] for name in (MOCK, PRISM_NAME) if name in per_test)
-    if failures:
-        lines.append(f"  ({failures} responses were not 200)")
-    lines += [f"cold start of the mock to its first 200: {results['cold_start_s']:.2f} s"]
-    figures = results["scale"]
-    if "not_measured" in figures:
-        lines.append(f"100k-run world not measured: {figures['not_measured']}")
-    else:
-        lines.append(f"100k-run world (bench/scale.py): {json.dumps(figures)}")
-    lines += ["", f"{'target':56} {'measured':>12}  met"]
+    for name in HEAVY:
+        figures = heavy[name]
+        if "not_measured" in figures:
+            lines.append(f"{name}: not measured ({figures['not_measured']})")
+    if "not_measured" not in heavy["stall"]:
+        import stall
+
+        lines += ["", "latency probe beside the admin API (bench/stall.py)"]
+        lines += stall.table(heavy["stall"]).splitlines()
+    if "not_measured" not in heavy["scale"]:
+        lines += ["", f"{BIG_RUNS:,}-run world (bench/scale.py): {json.dumps(heavy['scale'])}"]
+    lines += ["", f"{'target':60} {'measured':>20}  met"]
     for target in results["targets"]:
         met = {True: "yes", False: "NO", None: "-"}[target["met"]]
-        lines.append(f"{target['target']:56} {target['measured']:>12}  {met}")
+        lines.append(f"{target['target']:60} {target['measured']:>20}  {met}")
     text = "\n".join(lines)
     print(text)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -718,15 +740,15 @@ def chart(results: dict, names: list[str], path: Path) -> bool:
 def one_round(
     wrk_bin: str,
     servers: dict[str, Server],
+    tests: PerTest,
     order: list[str],
     cases: list[Scenario],
     token: str,
-    admin_token: str,
     duration: int,
 ) -> dict:
     """Every scenario against every server, in this round's order: throughput scenario by
     scenario (so the runs compared are seconds apart), then single-connection latency, then
-    the per-test scenario."""
+    the per-test kinds."""
     measured: dict = {"order": order, "throughput": {}, "single_connection": {}, "per_test": {}}
     for case in cases:
         measured["throughput"][case.name] = {}
@@ -740,13 +762,9 @@ def one_round(
         measured["single_connection"][name] = wrk(
             wrk_bin, process, cases[0], path, token, duration, **SINGLE
         )
-    for name in (name for name in order if name in (MOCK, PRISM_NAME)):
-        if name == MOCK:
-            process = servers[MOCK].processes[""]
-            result = mock_tests(process, cases, token, admin_token, duration)
-        else:
-            result = prism_tests(servers[PRISM_NAME], cases, token, duration)
-        measured["per_test"][name] = result
+    kinds = list(tests.kinds)
+    for kind in rotated(kinds, order.index(MOCK)):
+        measured["per_test"][kind] = tests.run(kind, duration)
     return measured
 
 
@@ -760,14 +778,32 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     parser.add_argument("--no-prism", action="store_true")
     parser.add_argument(
-        "--scale", action="store_true", help="also measure the 100k-run world (bench/scale.py)"
+        "--skip",
+        action="append",
+        default=[],
+        choices=HEAVY,
+        help="leave out one of the measures after the rounds (repeatable); its targets then "
+        "read 'not measured'",
+    )
+    parser.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="measure nothing: write the report of an earlier run's results.json again",
     )
     args = parser.parse_args()
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        first = results["rounds"][0]["throughput"]
+        names = [name for name in SERVERS if name in next(iter(first.values()))]
+        summarise(results, scenarios(), names)
+        results["targets"] = targets(results)
+        report(results, names, Path(args.out))
+        return
     if args.rounds < 3:
         parser.error("--rounds: at least 3, so that one busy round cannot decide a median")
     wrk_bin = ensure_wrk()
     prism = None if args.no_prism else ensure_prism()
-    token, admin_token = command_output("token"), command_output("token", "--admin")
+    token = command_output("token")
     cases = scenarios()
     now = datetime.now(UTC)
     results: dict = {
@@ -780,18 +816,23 @@ def main() -> None:
             "warmup_s": args.warmup,
             "throughput": THROUGHPUT,
             "single_connection": SINGLE,
-            "test_calls": [cases[index].name for index in TEST_CALLS],
+            "skipped": sorted(set(args.skip)),
         },
         "rounds": [],
     }
     servers = start_servers(cases, prism, token, results)
     names = list(servers)
+    tests = None
     try:
+        tests = PerTest(servers.get(PRISM_NAME))
+        results["settings"]["test_calls"] = [call.operation_id for call in tests.calls]
         if args.warmup:
             for server in servers.values():
                 for case in cases:
                     process, path = server.target(case)
                     wrk(wrk_bin, process, case, path, token, args.warmup, **THROUGHPUT)
+            for kind in tests.kinds:
+                tests.run(kind, args.warmup)
         for round_number in range(args.rounds):
             order = rotated(names, round_number)
             print(
@@ -799,14 +840,16 @@ def main() -> None:
                 file=sys.stderr,
             )
             results["rounds"].append(
-                one_round(wrk_bin, servers, order, cases, token, admin_token, args.duration)
+                one_round(wrk_bin, servers, tests, order, cases, token, args.duration)
             )
     finally:
+        if tests is not None:
+            tests.stop()
         for server in servers.values():
             server.stop()
-    results["scale"] = scale(args.scale)
+    results["heavy"] = measures(set(args.skip), args.rounds, args.duration)
     summarise(results, cases, names)
-    results["targets"] = targets(results, cases)
+    results["targets"] = targets(results)
     report(results, names, Path(args.out))
 
 

@@ -4,7 +4,8 @@ Writes a fixture file with one job of `--runs` runs (YAML flow mappings, as peop
 them) to a temporary folder, starts `platform-mock serve` on it in a fresh process and
 measures, over loopback HTTP:
 
-- load: from the start of the process to the first 200 of the job's runs;
+- load: from the start of the process to the first 200 of the job's runs, in wall time and
+  in the server's CPU time (on a busy machine the two part);
 - peak RSS of the server process (VmHWM) once loaded, and once everything below has run;
 - reset p50 (`POST /__admin/reset`, 20 times);
 - a filtered, sorted page p50 (`?limit=20&status=FAILED&status=RUNNING&sortBy=duration`);
@@ -49,8 +50,9 @@ RUNS_PATH = f"/api/svc/v1/jobs/{JOB_ID}/runs"
 PAGE_PATH = RUNS_PATH + "?limit=20&status=FAILED&status=RUNNING&sortBy=duration"
 # (key, what is measured, target (lower is better; None: no target), unit)
 TARGETS = (
-    ("load_s", "load to first 200", 3.0, "s"),
-    ("load_rss_mb", "peak RSS of the load", 300.0, "MB"),
+    ("load_s", "load to first 200", 2.0, "s"),
+    ("load_cpu_s", "its CPU time", None, "s"),
+    ("load_rss_mb", "peak RSS of the load", 250.0, "MB"),
     ("reset_p50_ms", "reset p50", 50.0, "ms"),
     ("page_p50_ms", "filtered sorted page p50", 20.0, "ms"),
     ("dump_s", "dump (GET /__admin/state)", None, "s"),
@@ -149,6 +151,13 @@ class _Server:
             time.sleep(0.01)
         raise RuntimeError(f"no 200 from {path} within {timeout} s")
 
+    def cpu_s(self) -> float:
+        """User + system CPU time of the server process so far: its own work, whatever else
+        the machine was doing meanwhile."""
+        stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def peak_rss_mb(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -186,6 +195,7 @@ def measure(runs: int = 100_000) -> dict[str, Any]:
         try:
             server.wait(RUNS_PATH + "?limit=1", user)
             results["load_s"] = time.perf_counter() - started
+            results["load_cpu_s"] = server.cpu_s()
             results["load_rss_mb"] = server.peak_rss_mb()
 
             def reset() -> None:
