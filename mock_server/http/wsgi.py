@@ -30,9 +30,8 @@ T = TypeVar("T")
 WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
 # Operations whose handler may take seconds on a big input or a big world (a fixture document
 # of up to 64 MiB read, checked and applied; a world of 100,000 runs written out, or rebuilt
-# for a seed it was not built for): served on
-# a worker thread, so that the event loop answers other requests meanwhile. The world's lock
-# still orders every change.
+# for a seed it was not built for): served on a worker thread, so that the event loop
+# answers other requests meanwhile. The world's lock still orders every change.
 OFF_LOOP = frozenset({"adminLoadFixtures", "adminGetState", "adminReset"})
 
 
