@@ -152,7 +152,7 @@ class Recorder:
         """Learn from one answered request of the contract (only a 2xx shows anything)."""
         if not 200 <= status < 300:
             return
-        learn = _LEARNERS.get(operation_id)
+        learn = LEARNERS.get(operation_id)
         if learn is None:
             return
         single = {key: values[0] for key, values in query.items() if len(values) == 1}
@@ -587,7 +587,9 @@ def _learn_deleted_group(
             world.grants = {g: None for g in world.grants if g[2] != f"secret-group:{name}"}
 
 
-_LEARNERS = {
+# What each operation's answer teaches a recorded world: every operation whose catalog entry
+# says it is `recorded`, or a test fails (tests/test_recording.py).
+LEARNERS = {
     "getSession": _learn_session,
     "getTenantId": _learn_tenant,
     "generateRoleBindingManifests": _learn_role_bindings,

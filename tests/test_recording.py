@@ -17,10 +17,11 @@ import httpx
 import pytest
 import yaml
 
+from mock_server import catalog
 from mock_server.app import MockConfig, PlatformMock
 from mock_server.proxy import BackgroundProxy, Proxy
 from mock_server.pytest_plugin import ssl_context
-from mock_server.recording import Recorder
+from mock_server.recording import LEARNERS, Recorder
 from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE
 
@@ -261,3 +262,10 @@ def test_the_grant_a_write_proved_is_added_and_named(written):
     }
     named = any("mlf-project-editor" in note for note in notes)
     assert (grant in document["grants"], named) == (True, True)
+
+
+def test_the_recording_learns_from_every_operation_its_entry_says_is_recorded():
+    """A new operation of the contract is learnt from, or its catalog entry says that its
+    answer shows nothing of the world (`recorded=False`): never silently left out."""
+    recorded = {operation for operation, entry in catalog.PLATFORM.items() if entry.recorded}
+    assert recorded == set(LEARNERS)

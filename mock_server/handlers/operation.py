@@ -140,6 +140,9 @@ class Entry:
     # operation of the platform, derived from the method elsewhere (GET reads only). The
     # drift check sends only such operations to a real platform.
     read_only: bool | None = None
+    # Whether its answer shows something of the world's entities, which a recording of a
+    # platform (`mock_server.recording`) learns from: declared False where it shows nothing.
+    recorded: bool = True
 
 
 ENTRY = "platform_mock_operation"  # the attribute of a handler holding its (operationId, Entry)
@@ -154,14 +157,18 @@ def operation(
     client_model: str = "",
     client_field: str = "",
     read_only: bool | None = None,
+    recorded: bool = True,
 ) -> Callable[[H], H]:
     """Declare the function below the handler of `operation_id`, with its entry's facts:
     `errors` holds the conditions of its own error statuses (the generic ones, such as 400
     for a request that breaks the contract, are derived from its contract); `read_only`
-    only where the operation's method would say otherwise."""
+    only where the operation's method would say otherwise; `recorded=False` where its
+    answer shows nothing of the world a recording could learn."""
 
     def declared(handler: H) -> H:
-        entry = Entry(handler, example, dict(errors or {}), client_model, client_field, read_only)
+        entry = Entry(
+            handler, example, dict(errors or {}), client_model, client_field, read_only, recorded
+        )
         setattr(handler, ENTRY, (operation_id, entry))
         return handler
 

@@ -38,6 +38,7 @@ def get_session() -> dict[str, Any]:
     "getMinCliVersion",
     Example("GET", "/api/svc/v1/min-cli-version"),
     client_model="truefoundry.common.entities:PythonSDKConfig",
+    recorded=False,  # the versions a client needs: nothing of the world
 )
 def min_cli_version() -> dict[str, Any]:
     return dict(CLIENT_CONFIG)
