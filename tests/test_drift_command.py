@@ -26,8 +26,9 @@ import httpx
 import pytest
 import yaml
 
-from mock_server import catalog, cli, drift_check, drift_files, proxy_cli
+from mock_server import catalog, cli, drift_check, drift_files
 from mock_server.app import MockConfig, PlatformMock
+from mock_server.cli import proxying
 from mock_server.drift import Exchange
 from mock_server.proxy import Proxy
 from mock_server.server import BackgroundServer
@@ -370,7 +371,7 @@ def test_proxy_says_its_verdict_on_stderr(proxied: Proxied):
 def test_a_log_reader_gone_leaves_the_proxy_serving():
     out = io.StringIO()
     out.close()  # as a pipe whose reader has gone
-    log = proxy_cli._printer(out)
+    log = proxying._printer(out)
     exchange = Exchange(
         seq=1, method="GET", path="/api/svc/v1/session", query={}, path_params={}, headers={},
         raw_body=b"", operation_id="getSession", status=200,
@@ -388,5 +389,5 @@ def test_drift_writes_its_files_before_printing(platform, tmp_path, monkeypatch)
         ["drift", "--target", platform.url, "--report", str(tmp_path / "r.json")]
     )
     with pytest.raises(BrokenPipeError):
-        proxy_cli.run(args)
+        proxying.run(args)
     assert (tmp_path / "r.json").exists()

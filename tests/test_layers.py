@@ -70,7 +70,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "remote",
             "proxy",
             "drift_check",
-            "proxy_cli",
             "cli",
             "cli.*",
             "watch",

@@ -2,7 +2,7 @@
 
 `options` declares and checks every option; `serving` serves the mock (`serve`); `running`
 runs a command against it (`run`), under `supervision`; `token` mints a development token;
-`proxy` and `drift` are `mock_server.proxy_cli`'s."""
+`proxying` owns `proxy` and `drift`."""
 
 from __future__ import annotations
 
@@ -12,25 +12,25 @@ import warnings
 # command; the command never uses it.
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 
+import argparse  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
-from mock_server import proxy_cli  # noqa: E402
-from mock_server.cli import supervision  # noqa: E402
-from mock_server.cli.options import (  # noqa: E402
-    EXIT_BAD_FIXTURES,
-    EXIT_FORCED,
-    build_parser,
-    refusal,
-)
+from mock_server.cli import options, proxying, supervision  # noqa: E402
+from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_FORCED, refusal  # noqa: E402
 from mock_server.cli.running import run  # noqa: E402
 from mock_server.cli.serving import Server, serve, world_counts  # noqa: E402
 from mock_server.cli.token import token  # noqa: E402
 from mock_server.fixtures import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
 from mock_server.server import raise_file_limit  # noqa: E402
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's parser, with every subcommand."""
+    return options.build_parser(proxying.add_commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,8 +65,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command in ("serve", "run"):
         supervision.remember_file_limit(raise_file_limit())
     try:
-        if args.command in proxy_cli.COMMANDS:
-            return proxy_cli.run(args, Server)
+        if args.command in proxying.COMMANDS:
+            return proxying.run(args, Server)
         if args.command == "serve":
             return serve(args)
         return run(args, command) if args.command == "run" else token(args)

@@ -8,9 +8,11 @@ import argparse
 import ipaddress
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from mock_server import proxy_cli, report_files
+from mock_server import report_files
 from mock_server.app import (
     ADMIN_PREFIX,
     API_ROOT,
@@ -93,7 +95,7 @@ def _key_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _whole_number(text: str) -> int:
+def whole_number(text: str) -> int:
     """An integer option in the one grammar of integers (`int()` would take `1_0`, ` 5`)."""
     problem = number_problem(text, "integer")
     if problem:
@@ -102,7 +104,7 @@ def _whole_number(text: str) -> int:
 
 
 def _seed(text: str) -> int:
-    value = _whole_number(text)
+    value = whole_number(text)
     problem = seed_problem(value)
     if problem:
         raise argparse.ArgumentTypeError(problem)
@@ -110,7 +112,7 @@ def _seed(text: str) -> int:
 
 
 def _mebibytes(text: str) -> int:
-    value = _whole_number(text)
+    value = whole_number(text)
     if not 1 <= value <= 1024 * 1024:
         raise argparse.ArgumentTypeError(f"{text} is not from 1 to 1048576 MiB")
     return value * 1024 * 1024
@@ -120,7 +122,7 @@ def _serving_options(parser: argparse.ArgumentParser, *, default_port: int) -> N
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
         "--port",
-        type=_whole_number,
+        type=whole_number,
         default=default_port,
         help=f"port to bind; 0 picks a free one (default {default_port})",
     )
@@ -206,7 +208,9 @@ def _percentage(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*more: Callable[[Any], None]) -> argparse.ArgumentParser:
+    """The command's parser; `more` adds, to its subparsers, the commands another module of
+    the command owns with their options (`proxying.add_commands`: it builds on these)."""
     parser = argparse.ArgumentParser(
         prog="platform-mock", description="Contract-driven mock of the platform's API."
     )
@@ -247,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _world_options(token)
     _key_option(token)
-    proxy_cli.add_commands(commands)
+    for add in more:
+        add(commands)
     return parser
 
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import uvicorn
 
 from mock_server import drift, drift_check, drift_files, escape, report_files
+from mock_server.cli.options import EXIT_CANNOT_BIND, EXIT_USAGE, whole_number
 from mock_server.coordinates import CONTROL_PLANE_PREFIX, base_url
 from mock_server.drift import Exchange
 from mock_server.http import request_log
@@ -36,8 +37,6 @@ from mock_server.validation import number_problem
 
 COMMANDS = ("proxy", "drift")
 EXIT_DRIFT = 1
-EXIT_USAGE = 2
-EXIT_CANNOT_BIND = 3
 EXIT_TARGET = 4
 DEFAULT_TOKEN_VARIABLE = "TFY_API_KEY"  # where the platform's SDK and CLI read a token
 
@@ -66,10 +65,10 @@ def _seconds(text: str) -> float:
 
 
 def _pages(text: str) -> int:
-    problem = number_problem(text, "integer")
-    if problem or not 1 <= int(text) <= 10_000:
-        raise argparse.ArgumentTypeError(problem or f"{text} is not from 1 to 10000")
-    return int(text)
+    value = whole_number(text)
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"{text} is not from 1 to 10000")
+    return value
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -127,7 +126,7 @@ def add_commands(commands: Any) -> None:
     proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     proxy.add_argument(
         "--port",
-        type=_port,
+        type=whole_number,
         default=8080,
         help="port to bind; 0 picks a free one (default 8080)",
     )
@@ -181,13 +180,6 @@ def add_commands(commands: Any) -> None:
         help="also check getOrCreatePersonalAccessToken by getting your token NAME, which "
         "CREATES it on the target if you have none of that name",
     )
-
-
-def _port(text: str) -> int:
-    problem = number_problem(text, "integer")
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return int(text)
 
 
 def _refusal(args: argparse.Namespace) -> str | None:
