@@ -247,6 +247,7 @@ def test_drift_records_a_world_the_mock_loads(drift, platform, tmp_path):
         ),
         pytest.param(["--target", "http://x", "--timeout", "0"], "more than 0", id="timeout"),
         pytest.param(["--target", "http://x", "--max-pages", "1_0"], "whole number", id="pages"),
+        pytest.param(["--target", "http://x", "--max-pages=--"], "expected one", id="pages-dashes"),
         pytest.param(["--target", "http://x", "--report", "xml=r"], "no format 'xml'", id="report"),
         pytest.param(
             ["--target", "http://x", "--record", "/"], "--record: /: not a file name", id="record"

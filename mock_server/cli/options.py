@@ -100,7 +100,25 @@ def whole_number(text: str) -> int:
     problem = number_problem(text, "integer")
     if problem:
         raise argparse.ArgumentTypeError(problem)
-    return int(text)
+    try:
+        return int(text)
+    except ValueError:  # past the interpreter's limit of digits
+        raise argparse.ArgumentTypeError(f"a number of {len(text):,} digits is too big") from None
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, refusing `--option=--`: argparse drops a `--` given as an option's
+    value and leaves the option an empty list, never checked by its type. The subcommands'
+    parsers are of this class too (argparse makes them of their parent's)."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        for arg in args or []:
+            name, equals, value = arg.partition("=")
+            if equals and value == "--" and name.startswith("-"):
+                self.error(f"argument {name}: expected one argument")
+        return super().parse_known_args(args, namespace)
 
 
 def _seed(text: str) -> int:
@@ -211,9 +229,7 @@ def _percentage(text: str) -> float:
 def build_parser(*more: Callable[[Any], None]) -> argparse.ArgumentParser:
     """The command's parser; `more` adds, to its subparsers, the commands another module of
     the command owns with their options (`proxying.add_commands`: it builds on these)."""
-    parser = argparse.ArgumentParser(
-        prog="platform-mock", description="Contract-driven mock of the platform's API."
-    )
+    parser = Parser(prog="platform-mock", description="Contract-driven mock of the platform's API.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
