@@ -4,7 +4,7 @@ bigger than a base one.
 Three worlds: the default fixtures plus `--unit` users, each with a grant on its own workspace
 and a personal access token, and `--unit` job runs on a job of the default world; then 10
 and 100 times as many. Each operation's example request of the default world (the catalog's)
-is sent in process (`mock_server.transport`, every layer, no socket) as a PAT of the world
+is sent in process (`mock_server.http.transport`, every layer, no socket) as a PAT of the world
 authenticates it, and its CPU time per request measured over `--seconds` seconds per world
 and operation, the worlds in rotating order each round (this machine is shared). The figure
 is, per operation, the median over rounds of the per-round ratio to the base world: 1.0 is
@@ -32,10 +32,13 @@ from typing import Any
 
 import httpx
 
-from mock_server import PlatformMock, catalog, contract, fixtures
-from mock_server.app import MockConfig
-from mock_server.coordinates import CONTROL_PLANE_PREFIX
-from mock_server.transport import IN_PROCESS_URL, MockTransport
+from mock_server import PlatformMock
+from mock_server.contract import documents as contract
+from mock_server.core.coordinates import CONTROL_PLANE_PREFIX
+from mock_server.fixtures import loader as fixtures
+from mock_server.handlers import catalog
+from mock_server.http.mock import MockConfig
+from mock_server.http.transport import IN_PROCESS_URL, MockTransport
 
 
 def bigger(unit: int) -> dict:

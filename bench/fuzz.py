@@ -32,7 +32,7 @@ from schemathesis import Case, GenerationMode, Response  # noqa: E402
 from schemathesis.core.failures import Failure, FailureGroup, ServerError  # noqa: E402
 
 from mock_server import MockConfig, PlatformMock  # noqa: E402
-from mock_server.server import BackgroundServer  # noqa: E402
+from mock_server.http.server import BackgroundServer  # noqa: E402
 from tests.test_fuzz import (  # noqa: E402
     CONTROL_PLANE,
     GATEWAY,

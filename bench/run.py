@@ -417,9 +417,10 @@ class PerTest:
         import httpx
         import test_cost
 
-        from mock_server import PlatformMock, contract
+        from mock_server import PlatformMock
+        from mock_server.contract import documents as contract
+        from mock_server.http.server import BackgroundServer
         from mock_server.pytest_plugin import ssl_context
-        from mock_server.server import BackgroundServer
 
         self.mock = PlatformMock()
         self.calls = test_cost.calls(self.mock)

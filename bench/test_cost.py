@@ -3,7 +3,7 @@
 A test, as the plugin's users write one: the world reset, a new client, then five calls (list a
 job's runs, stage an artifact version, tag it, get or create a token, delete a secret group),
 each its operation's example request of the default world. It runs with the plugin's
-in-process client (`mock_server.transport`: every layer, no socket) and with an httpx client
+in-process client (`mock_server.http.transport`: every layer, no socket) and with an httpx client
 over loopback TCP to the same mock served in a thread of this process (the plugin's `url`).
 `bench/run.py` runs the same test, with this module's code, against Prism too (a new client
 and the five calls: Prism has no reset), in its rotating rounds.
@@ -25,10 +25,12 @@ from typing import Any
 
 import httpx
 
-from mock_server import PlatformMock, catalog, contract
+from mock_server import PlatformMock
+from mock_server.contract import documents as contract
+from mock_server.handlers import catalog
+from mock_server.http.server import BackgroundServer
+from mock_server.http.transport import IN_PROCESS_URL, MockTransport
 from mock_server.pytest_plugin import ssl_context
-from mock_server.server import BackgroundServer
-from mock_server.transport import IN_PROCESS_URL, MockTransport
 
 CALLS = (
     "listJobRuns",

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mock_server import PlatformMock  # noqa: E402
-from mock_server.server import BackgroundServer  # noqa: E402
+from mock_server.http.server import BackgroundServer  # noqa: E402
 from tests.test_live_view_browser import CHROMIUM_ARGS  # noqa: E402
 
 OUT = ROOT / "docs"

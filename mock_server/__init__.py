@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mock_server.version import __version__
+from mock_server.core.version import __version__
 
 __all__ = ["MockConfig", "PlatformMock", "__version__"]
 
 if TYPE_CHECKING:
-    from mock_server.app import MockConfig, PlatformMock
+    from mock_server.http.mock import MockConfig, PlatformMock
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, so that `python -m mock_server` can set up warnings first.
     if name in ("MockConfig", "PlatformMock"):
-        from mock_server import app
+        from mock_server.http import mock as app
 
         return getattr(app, name)
     raise AttributeError(f"module 'mock_server' has no attribute {name!r}")

@@ -4,7 +4,7 @@ Installing the package registers it (entry point `pytest11`). The `platform_mock
 resets the world, the journal and the faults *before* each test and hands the test
 everything it needs; the `platform_mock` marker picks extra fixture files and a seed for
 one test. With `--platform-mock-report` the session writes the contract report (in the
-formats `mock_server.report_files` names); with `--platform-mock-fail-on-violation` a
+formats `mock_server.reports.report_files` names); with `--platform-mock-fail-on-violation` a
 request that broke the contract fails the test that sent it, and with
 `--platform-mock-min-coverage` too little of the contract exercised fails the session.
 Under pytest-xdist each worker has its own server; the controller merges their reports into
@@ -45,16 +45,17 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from mock_server.app import PlatformMock
-    from mock_server.coordinates import Coordinates
-    from mock_server.faults import Fault
-    from mock_server.fixtures import Fixture
-    from mock_server.journal import Entry, Journal
-    from mock_server.report import ContractReport
-    from mock_server.server import BackgroundServer
+    from mock_server.core.coordinates import Coordinates
+    from mock_server.fixtures.loader import Fixture
+    from mock_server.http.mock import PlatformMock
+    from mock_server.http.server import BackgroundServer
+    from mock_server.reports.report import ContractReport
+    from mock_server.services.faults import Fault
+    from mock_server.services.journal import Entry, Journal
     from mock_server.state import Store
 
-# Read of `platform-mock run`'s environment without importing the mock (mock_server.coordinates).
+# Read of `platform-mock run`'s environment without importing the mock
+# (mock_server.core.coordinates).
 FAIL_ON_VIOLATION = "PLATFORM_MOCK_FAIL_ON_VIOLATION"
 _BACKEND = pytest.StashKey["_Backend"]()
 MARKER_OPTIONS = frozenset({"fixtures", "seed", "expect_violations"})
@@ -208,11 +209,11 @@ def pytest_configure(config: pytest.Config) -> None:
     minimum = config.getoption("--platform-mock-min-coverage")
     if minimum is not None:
         try:
-            config.stash[_MIN_COVERAGE] = _quietly("mock_server.report").percentage(minimum)
+            config.stash[_MIN_COVERAGE] = _quietly("mock_server.reports.report").percentage(minimum)
         except ValueError as exc:
             raise pytest.UsageError(f"--platform-mock-min-coverage: {exc}") from None
     if config.getoption("--platform-mock-report"):
-        report_files = _quietly("mock_server.report_files")
+        report_files = _quietly("mock_server.reports.report_files")
         try:
             targets = report_files.targets(config.getoption("--platform-mock-report"))
         except report_files.TargetError as exc:
@@ -242,7 +243,7 @@ def _use_served_mock(config: pytest.Config) -> None:
     """Use the mock `platform-mock run` serves around this session: itself, or for a
     pytest-xdist worker a world of its own beside it, which the worker's environment then
     names (`TFY_HOST`, `OPENAI_BASE_URL`, ...) for the clients its tests build from it."""
-    where = _quietly("mock_server.coordinates").Coordinates.from_environment(os.environ)
+    where = _quietly("mock_server.core.coordinates").Coordinates.from_environment(os.environ)
     if where is None:
         raise pytest.UsageError(
             "PLATFORM_MOCK_ADMIN_TOKEN is set but the mock's coordinates are not all there "
@@ -252,7 +253,7 @@ def _use_served_mock(config: pytest.Config) -> None:
     if not _is_xdist_worker(config):
         config.stash[_BACKEND] = _Remote(where)
         return
-    parent = _quietly("mock_server.remote").RemoteMock(where, verify=ssl_context())
+    parent = _quietly("mock_server.http.remote").RemoteMock(where, verify=ssl_context())
     world, own = parent.create_world()
     os.environ.update(own.environment())
     config.stash[_BACKEND] = _Remote(own, world, parent)
@@ -326,7 +327,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def violations_text(entries: list[Any]) -> str:
     """Each request that broke the contract, and every rule it broke (what the client sent
     shown escaped: a test's report is read on terminals and in CI logs)."""
-    escape = _quietly("mock_server.escape")
+    escape = _quietly("mock_server.core.escape")
     lines = [f"{len(entries)} request(s) of this test broke the platform API's contract:"]
     for entry in entries:
         lines.append(f"  {escape.text(entry.describe())}: {escape.text(entry.message)}")
@@ -435,12 +436,12 @@ class _Local(_Backend):
     def __init__(self, config: pytest.Config):
         paths = [*config.getini("platform_mock_fixtures")]
         paths += config.getoption("--platform-mock-fixtures")
-        app = _quietly("mock_server.app")
+        app = _quietly("mock_server.http.mock")
         self.seed = _session_seed(config) or 0
         self.mock: PlatformMock = app.PlatformMock(app.MockConfig(seed=self.seed, fixtures=paths))
         self._server: BackgroundServer | None = None
         self._starting = threading.Lock()
-        transport = _quietly("mock_server.transport")
+        transport = _quietly("mock_server.http.transport")
         self._transport = transport.MockTransport(self.mock)
         self._async_transport = transport.AsyncMockTransport(self.mock)
 
@@ -453,7 +454,9 @@ class _Local(_Backend):
     def server(self) -> BackgroundServer:
         with self._starting:
             if self._server is None:
-                self._server = _quietly("mock_server.server").BackgroundServer(self.mock).start()
+                self._server = (
+                    _quietly("mock_server.http.server").BackgroundServer(self.mock).start()
+                )
             return self._server
 
     @property
@@ -464,13 +467,13 @@ class _Local(_Backend):
     def http_client(self, **options: Any) -> httpx.Client:
         import httpx
 
-        options.setdefault("base_url", _quietly("mock_server.transport").IN_PROCESS_URL)
+        options.setdefault("base_url", _quietly("mock_server.http.transport").IN_PROCESS_URL)
         return httpx.Client(transport=self._transport, **options)
 
     def async_http_client(self, **options: Any) -> httpx.AsyncClient:
         import httpx
 
-        options.setdefault("base_url", _quietly("mock_server.transport").IN_PROCESS_URL)
+        options.setdefault("base_url", _quietly("mock_server.http.transport").IN_PROCESS_URL)
         return httpx.AsyncClient(transport=self._async_transport, **options)
 
     def begin_test(self, name: str, *, expecting: bool) -> None:
@@ -495,7 +498,7 @@ class _Local(_Backend):
         return self.mock.store
 
     def load(self, document: dict[str, Any]) -> None:
-        fixtures = _quietly("mock_server.fixtures")
+        fixtures = _quietly("mock_server.fixtures.loader")
         self.mock.store.load(fixtures.check(document, "platform_mock.load"))
 
     def fault(self, operation_id: str, **effect: Any) -> Fault:
@@ -521,7 +524,7 @@ class _Remote(_Backend):
     it (for a pytest-xdist worker, whose `parent` is then the admin API of that mock)."""
 
     def __init__(self, where: Coordinates, world: str | None = None, parent: Any = None):
-        self.remote = _quietly("mock_server.remote").RemoteMock(where, verify=ssl_context())
+        self.remote = _quietly("mock_server.http.remote").RemoteMock(where, verify=ssl_context())
         self._where = where
         self.seed = where.seed
         self._world, self._parent = world, parent
@@ -680,8 +683,8 @@ class MockHandle:
 
     def fault(self, operation_id: str, **effect: Any) -> Fault:
         """Add a fault rule: `status=424`, `delay_ms=...`, `drop=True`, `match={...}`,
-        `after=1`, `times=None` (always). See `mock_server.faults.Faults.add`. It is removed
-        when the test ends."""
+        `after=1`, `times=None` (always). See `mock_server.services.faults.Faults.add`. It is
+        removed when the test ends."""
         return self.backend.fault(operation_id, **effect)
 
     def http_client(self, **httpx_options: Any) -> httpx.Client:
@@ -699,10 +702,10 @@ class MockHandle:
         """An httpx client of the control plane, authenticated (default: `token`), in
         process where the mock runs here."""
         bearer = token or self.token
-        root = _quietly("mock_server.transport").IN_PROCESS_URL
+        root = _quietly("mock_server.http.transport").IN_PROCESS_URL
         base = root if self.backend.in_process else self.backend.coordinates.url
         return self.http_client(
-            base_url=base + _quietly("mock_server.coordinates").CONTROL_PLANE_PREFIX,
+            base_url=base + _quietly("mock_server.core.coordinates").CONTROL_PLANE_PREFIX,
             headers={"Authorization": f"Bearer {bearer}"},
         )
 
@@ -722,7 +725,7 @@ def platform_mock(
             f"expect_violations=True, not {', '.join(unknown)}"
         )
     base = Path(node.path).parent
-    fixtures = _quietly("mock_server.fixtures")
+    fixtures = _quietly("mock_server.fixtures.loader")
     extra = [fixtures.load(base / path) for path in options.get("fixtures", [])]
     seed = options.get("seed", _session_seed(request.config))
     if seed is None:  # the world's own seed: a marker's seed does not outlive its test
@@ -764,8 +767,10 @@ def _session_report(config: pytest.Config) -> dict[str, Any] | None:
 
 
 def _empty_report() -> ContractReport:
-    contract = _quietly("mock_server.contract")
-    report: ContractReport = _quietly("mock_server.report").ContractReport(contract.operations())
+    contract = _quietly("mock_server.contract.documents")
+    report: ContractReport = _quietly("mock_server.reports.report").ContractReport(
+        contract.operations()
+    )
     return report
 
 
@@ -808,14 +813,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if report is None and _MIN_COVERAGE in config.stash:
         report = _empty_report().to_dict()  # no test used the mock: nothing was covered
     if report is not None:
-        verdict = _quietly("mock_server.report").judge(
+        verdict = _quietly("mock_server.reports.report").judge(
             report,
             fail_on_violation=fail_on_violation,
             min_coverage=config.stash.get(_MIN_COVERAGE, None),
             option_prefix="--platform-mock-",
         )
         report = {"verdict": verdict, **report}
-        report_files = _quietly("mock_server.report_files")
+        report_files = _quietly("mock_server.reports.report_files")
         outcome = _Outcome(report, [], [], [])
         try:
             outcome.written = report_files.write(report, config.stash.get(_TARGETS, {}))
@@ -846,10 +851,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if outcome is None:
         return
     violations = outcome.report["summary"]["violations"]
-    report = _quietly("mock_server.report")
+    report = _quietly("mock_server.reports.report")
     if _asked(config):
         terminalreporter.section("platform mock contract report")
-        terminalreporter.write(_quietly("mock_server.report_files").text(outcome.report))
+        terminalreporter.write(_quietly("mock_server.reports.report_files").text(outcome.report))
         if outcome.written:
             terminalreporter.write_line(f"written to {', '.join(map(str, outcome.written))}")
         for line in outcome.annotations:

@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from mock_server import PlatformMock
-from mock_server.auth import Signer, new_key
-from mock_server.fixtures import Fixture
+from mock_server.fixtures.loader import Fixture
+from mock_server.http.server import BackgroundServer
 from mock_server.pytest_plugin import MockHandle, ssl_context
-from mock_server.server import BackgroundServer
+from mock_server.services.auth import Signer, new_key
 from mock_server.state import Store
 
 CONTROL_PLANE = "/api/svc/v1"

@@ -1,5 +1,6 @@
 """The tables of the README and the spec that list operations or errors, written from their
-one source: the contract (`contract.operations()`) and the error classes (`mock_server.errors`).
+one source: the contract (`contract.operations()`) and the error classes
+(`mock_server.core.errors`).
 
 `python -m tests.tables` writes them in place; `tests/test_contract_documents.py` fails while
 a document differs from what this writes, so no row is kept by hand:
@@ -22,7 +23,9 @@ from math import prod
 from pathlib import Path
 from types import ModuleType
 
-from mock_server import catalog, contract, errors
+from mock_server.contract import documents as contract
+from mock_server.core import errors
+from mock_server.handlers import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

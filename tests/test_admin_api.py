@@ -16,11 +16,12 @@ import jwt
 import pytest
 import yaml
 
-from mock_server import PlatformMock, __version__, contract
-from mock_server.app import MockConfig
+from mock_server import PlatformMock, __version__
+from mock_server.contract import documents as contract
+from mock_server.contract.validation import BODY_LIMITS, MAX_BODY_BYTES
 from mock_server.handlers import render
-from mock_server.server import BackgroundServer
-from mock_server.validation import BODY_LIMITS, MAX_BODY_BYTES
+from mock_server.http.mock import MockConfig
+from mock_server.http.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error, token_of
 
 DANA = "dana@acme.example"

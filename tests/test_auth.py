@@ -11,7 +11,7 @@ import jwt
 import pytest
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.auth import ALGORITHM, ISSUER
+from mock_server.services.auth import ALGORITHM, ISSUER
 from tests.conftest import CONTROL_PLANE, assert_error
 
 TOKENS_PATH = CONTROL_PLANE + "/personal-access-tokens/ci"

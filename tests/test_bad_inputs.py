@@ -34,11 +34,12 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import catalog, contract
-from mock_server.fixtures import dump
-from mock_server.journal import Entry
+from mock_server.contract import documents as contract
+from mock_server.contract.validation import MAX_BODY_BYTES
+from mock_server.fixtures.loader import dump
+from mock_server.handlers import catalog
+from mock_server.services.journal import Entry
 from mock_server.state import Store
-from mock_server.validation import MAX_BODY_BYTES
 from tests.conftest import CONTROL_PLANE, assert_error
 
 # Contract report: each row is a request the contract refuses, sent on purpose.

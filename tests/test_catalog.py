@@ -10,7 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import catalog, contract, fixtures
+from mock_server.contract import documents as contract
+from mock_server.fixtures import loader as fixtures
+from mock_server.handlers import catalog
 from mock_server.state import Store
 from tests.conftest import new_store
 

@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import catalog, contract
+from mock_server.contract import documents as contract
+from mock_server.handlers import catalog
 from tests.conftest import CONTROL_PLANE, assert_error
 
 WORKERS = 50

@@ -30,12 +30,14 @@ from connexion.uri_parsing import OpenAPIURIParser
 from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
 from flask.ctx import RequestContext
 
-from mock_server import PlatformMock, contract, validation
+from mock_server import PlatformMock
+from mock_server.contract import documents as contract
+from mock_server.contract import validation
 from mock_server.http import app as http_app
 from mock_server.http import validators
 from mock_server.http.protocol import PlatformHttpProtocol
+from mock_server.http.server import PlatformConfig, uvicorn_config
 from mock_server.http.wsgi import InlineWSGI
-from mock_server.server import PlatformConfig, uvicorn_config
 from tests.conftest import assert_error, until_closed
 
 REPLACED = [

@@ -13,7 +13,9 @@ import pytest
 import yaml
 from openapi_spec_validator import validate
 
-from mock_server import catalog, contract, errors
+from mock_server.contract import documents as contract
+from mock_server.core import errors
+from mock_server.handlers import catalog
 from mock_server.http.app import argument_name
 from tests import tables
 

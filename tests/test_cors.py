@@ -11,7 +11,7 @@ import pytest
 
 from mock_server import MockConfig, PlatformMock
 from mock_server.http.cors import origin_problem
-from mock_server.server import BackgroundServer
+from mock_server.http.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error
 
 CONSOLE = "http://localhost:3000"

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.server import BackgroundServer
+from mock_server.http.server import BackgroundServer
 from tests.conftest import assert_error
 
 

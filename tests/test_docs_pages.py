@@ -14,9 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import PlatformMock, contract
-from mock_server.app import MockConfig
-from mock_server.server import BackgroundServer
+from mock_server import PlatformMock
+from mock_server.contract import documents as contract
+from mock_server.http.mock import MockConfig
+from mock_server.http.server import BackgroundServer
 
 DOCUMENTS = {"control plane": "", "gateway": "/gateway", "admin API": "/__admin"}
 METHODS = ("get", "put", "post", "delete", "patch")

@@ -22,16 +22,16 @@ import httpx
 import pytest
 from openai import APIStatusError, OpenAI
 
-from mock_server import drift, drift_files
-from mock_server import proxy as proxy_module
-from mock_server.app import PlatformMock
-from mock_server.drift import Difference, DriftReport, Exchange, check
-from mock_server.escape import ESCAPED
+from mock_server.core.escape import ESCAPED
+from mock_server.core.redact import REDACTED, masked, masked_text
 from mock_server.handlers.session import CLIENT_CONFIG
-from mock_server.proxy import BackgroundProxy, Proxy, Router, caller_of
+from mock_server.http.mock import PlatformMock
+from mock_server.http.server import BackgroundServer
+from mock_server.proxy import forward as proxy_module
+from mock_server.proxy.forward import BackgroundProxy, Proxy, Router, caller_of
 from mock_server.pytest_plugin import ssl_context
-from mock_server.redact import REDACTED, masked, masked_text
-from mock_server.server import BackgroundServer
+from mock_server.reports import drift, drift_files
+from mock_server.reports.drift import Difference, DriftReport, Exchange, check
 from tests.conftest import CONTROL_PLANE
 from tests.test_injection import CORPUS
 

@@ -26,12 +26,15 @@ import httpx
 import pytest
 import yaml
 
-from mock_server import catalog, cli, drift_check, drift_files
-from mock_server.app import MockConfig, PlatformMock
+from mock_server import cli
 from mock_server.cli import proxying
-from mock_server.drift import Exchange
-from mock_server.proxy import Proxy
-from mock_server.server import BackgroundServer
+from mock_server.handlers import catalog
+from mock_server.http.mock import MockConfig, PlatformMock
+from mock_server.http.server import BackgroundServer
+from mock_server.proxy import drift_check
+from mock_server.proxy.forward import Proxy
+from mock_server.reports import drift_files
+from mock_server.reports.drift import Exchange
 from tests.test_drift import (
     PLANTED,
     PROXY_TIMEOUT,

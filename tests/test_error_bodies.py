@@ -15,8 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import catalog, contract
-from mock_server.validation import MAX_BODY_BYTES
+from mock_server.contract import documents as contract
+from mock_server.contract.validation import MAX_BODY_BYTES
+from mock_server.handlers import catalog
 from tests.conftest import CONTROL_PLANE, assert_error
 
 # Contract report: each test sends a request the contract refuses, on purpose.

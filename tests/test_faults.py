@@ -13,8 +13,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from mock_server import catalog
-from mock_server.faults import FaultRefused
+from mock_server.handlers import catalog
+from mock_server.services.faults import FaultRefused
 from tests.conftest import CONTROL_PLANE, assert_error
 from tests.test_catalog import send_example
 

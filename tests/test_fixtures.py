@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.fixtures import (
+from mock_server.core.resources import package_file
+from mock_server.fixtures.loader import (
     MAX_SHOWN_PROBLEMS,
     FixtureError,
     _read,
@@ -23,7 +24,6 @@ from mock_server.fixtures import (
     parse,
 )
 from mock_server.handlers import render
-from mock_server.resources import package_file
 from mock_server.state import Store
 from mock_server.state.deployments import check_manifest
 from mock_server.state.identity import ROLE_ACTIONS, role_actions

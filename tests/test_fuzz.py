@@ -44,9 +44,13 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from mock_server import PlatformMock, catalog, contract, errors, fixtures
-from mock_server.auth import Authenticator, Signer
-from mock_server.server import BackgroundServer
+from mock_server import PlatformMock
+from mock_server.contract import documents as contract
+from mock_server.core import errors
+from mock_server.fixtures import loader as fixtures
+from mock_server.handlers import catalog
+from mock_server.http.server import BackgroundServer
+from mock_server.services.auth import Authenticator, Signer
 from mock_server.state import Store
 
 # Contract report: negative data: requests the contract refuses, sent on purpose.

@@ -30,12 +30,13 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import MockConfig, PlatformMock, cli, fixtures
-from mock_server.auth import ALGORITHM, ISSUER
-from mock_server.fixtures import dump
+from mock_server import MockConfig, PlatformMock, cli
+from mock_server.fixtures import loader as fixtures
+from mock_server.fixtures.loader import dump
 from mock_server.http.hosts import HostGuard
 from mock_server.http.protocol import REQUEST_SECONDS
-from mock_server.server import IDLE_SECONDS, BackgroundServer, uvicorn_config
+from mock_server.http.server import IDLE_SECONDS, BackgroundServer, uvicorn_config
+from mock_server.services.auth import ALGORITHM, ISSUER
 from tests.conftest import CONTROL_PLANE, assert_error, http_client, until_closed
 from tests.test_cli import SERVE_OUTPUT
 
@@ -1086,7 +1087,7 @@ def test_writing_a_report_over_a_pipe_made_since_the_start_fails_at_once(tmp_pat
     fifo = tmp_path / "late.fifo"
     os.mkfifo(fifo)
     script = (
-        "import sys; from pathlib import Path; from mock_server import report_files\n"
+        "import sys; from pathlib import Path; from mock_server.reports import report_files\n"
         "try:\n"
         f"    report_files.write({{}}, {{'json': Path({str(fifo)!r})}})\n"
         "except OSError as exc:\n"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mock_server.escape import ESCAPED
+from mock_server.core.escape import ESCAPED
 
 MARK = "ZQJ"  # in every hostile text, to find where each one went
 CORPUS = {

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import contract
+from mock_server.contract import documents as contract
 from tests.conftest import assert_error
 
 # The run statuses of the source document, restated here and not read from the spec, so

@@ -16,9 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from mock_server import MockConfig, PlatformMock, catalog, contract
-from mock_server.journal import Entry, Journal
-from mock_server.server import BackgroundServer
+from mock_server import MockConfig, PlatformMock
+from mock_server.contract import documents as contract
+from mock_server.handlers import catalog
+from mock_server.http.server import BackgroundServer
+from mock_server.services.journal import Entry, Journal
 from tests.conftest import CONTROL_PLANE, assert_error
 from tests.test_catalog import send_example
 

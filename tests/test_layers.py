@@ -17,66 +17,29 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mock_server"
 
-# Lowest first. A module's place is the first pattern it matches (names relative to the
-# package, dotted).
+# Lowest first: each layer is a folder of the package (its modules are `folder.*`), and the
+# package's public faces sit at its top, above every folder.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
-        "ground: errors, the contract and its schemas, shipped files, text escaping",
-        (
-            "version",
-            "errors",
-            "escape",
-            "resources",
-            "coordinates",
-            "redact",
-            "masking",
-            "contract",
-            "validation",
-            "state.entities",
-            "state.sources",
-        ),
+        "core: errors, text escaping, masking, shipped files, coordinates, the version",
+        ("core", "core.*"),
     ),
+    ("contract: the spec documents and checking JSON against them", ("contract", "contract.*")),
     ("state: the platform's entities and rules", ("state", "state.*")),
-    ("one request, as every layer sees it", ("exchange",)),
+    ("fixtures: the world's files, read, checked and written", ("fixtures", "fixtures.*")),
+    ("services: tokens, the journal, faults, one request's record", ("services", "services.*")),
+    ("reports: the contract and drift reports, their files, why", ("reports", "reports.*")),
+    ("view: what the live view shows, and its events", ("view", "view.*")),
+    ("handlers and the catalog of operations", ("handlers", "handlers.*")),
     (
-        "the mock's services: tokens, fixtures, journal, faults, report, drift",
-        (
-            "auth",
-            "fixtures",
-            "journal",
-            "faults",
-            "report",
-            "report_files",
-            "recording",
-            "drift",
-            "drift_files",
-            "explain",
-            "live",
-            "view",
-            "view.shown",
-        ),
+        "the HTTP side: the fence around Connexion, Flask and a2wsgi; the mock composed, served",
+        ("http", "http.*"),
     ),
-    ("handlers and the catalog of operations", ("handlers", "handlers.*", "catalog")),
+    ("proxy: the validating proxy, the drift check, recordings", ("proxy", "proxy.*")),
+    ("cli: the command line", ("cli", "cli.*")),
     (
-        "the HTTP side: the fence around Connexion, Flask and a2wsgi",
-        ("http", "http.*", "view.page"),
-    ),
-    ("the app: one mock composed", ("app",)),
-    (
-        "serving, driving and the command line",
-        (
-            "server",
-            "transport",
-            "remote",
-            "proxy",
-            "drift_check",
-            "cli",
-            "cli.*",
-            "watch",
-            "pytest_plugin",
-            "__main__",
-            "",  # the package itself: `from mock_server import PlatformMock`
-        ),
+        "the public faces: the package, `python -m mock_server`, the pytest plugin",
+        ("", "__main__", "pytest_plugin"),
     ),
 ]
 FENCED = ("connexion", "flask", "werkzeug", "a2wsgi")  # only in mock_server/http/
@@ -308,9 +271,9 @@ def test_the_import_reader_sees_the_web_framework_behind_the_fence():
 
 def test_an_import_that_looks_up_is_found(tmp_path, monkeypatch):
     module = tmp_path / "store.py"
-    module.write_text("from mock_server.app import PlatformMock\nimport flask\n")
+    module.write_text("from mock_server.http.mock import PlatformMock\nimport flask\n")
     monkeypatch.setitem(MODULES, "state.looking_up", module)
     found = imports("state.looking_up")
-    assert found == {"app", "!flask"}
-    assert layer_of("app") > layer_of("state.looking_up")
+    assert found == {"http.mock", "!flask"}
+    assert layer_of("http.mock") > layer_of("state.looking_up")
     assert not LAYERS[layer_of("state.looking_up")][0].startswith(FENCE)

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mock_server.server import GRACEFUL_SHUTDOWN_SECONDS
+from mock_server.http.server import GRACEFUL_SHUTDOWN_SECONDS
 
 START_TIMEOUT = 30.0  # seconds for the process to say it is ready
 EXIT_TIMEOUT = 10.0  # seconds for the process to exit after a stop signal

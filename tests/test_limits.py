@@ -18,8 +18,10 @@ import httpx
 import pytest
 from connexion.json_schema import Draft4ResponseValidator, resolve_refs
 
-from mock_server import catalog, contract, fixtures
-from mock_server.fixtures import FixtureError
+from mock_server.contract import documents as contract
+from mock_server.fixtures import loader as fixtures
+from mock_server.fixtures.loader import FixtureError
+from mock_server.handlers import catalog
 from mock_server.state import Store
 from tests.conftest import assert_error, new_store
 

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mock_server import PlatformMock, contract, live
-from mock_server.journal import Entry, Journal
-from mock_server.server import BackgroundServer
-from mock_server.state import browse
+from mock_server import PlatformMock
+from mock_server.contract import documents as contract
+from mock_server.http.server import BackgroundServer
+from mock_server.services.journal import Entry, Journal
+from mock_server.view import browse, live
 from tests.conftest import CONTROL_PLANE, assert_error
 
 TOKENS = "/personal-access-tokens/ci"

@@ -19,8 +19,8 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.server import BackgroundServer
-from mock_server.watch import FixtureWatcher
+from mock_server.cli.watch import FixtureWatcher
+from mock_server.http.server import BackgroundServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # As this machine's notes say Chromium runs here: headless (Playwright's default), as root

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from mock_server.view import page
+from mock_server.http import view_page as page
 from tests.conftest import assert_error
 
 FILES = [pytest.param(path, id=path.rsplit("/", 1)[-1] or "index") for path in page.FILES]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from mock_server import fixtures
+from mock_server.fixtures import loader as fixtures
 from tests.conftest import assert_error, new_store
 
 MARK = "/artifact-versions/mark-stage-failure"

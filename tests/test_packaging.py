@@ -57,10 +57,10 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     "member",
     [
-        "mock_server/spec/control-plane.yaml",
-        "mock_server/spec/gateway.yaml",
-        "mock_server/fixtures/default.yaml",
-        "mock_server/fixture-schema.yaml",
+        "mock_server/shipped/spec/control-plane.yaml",
+        "mock_server/shipped/spec/gateway.yaml",
+        "mock_server/shipped/fixtures/default.yaml",
+        "mock_server/fixtures/schema.yaml",
         "mock_server/view/static/index.html",
         "mock_server/view/static/view.js",
         "mock_server/view/static/view.css",

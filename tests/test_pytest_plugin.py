@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from mock_server import fixtures
+from mock_server.fixtures import loader as fixtures
 from tests.conftest import new_store
 from tests.inner import INNER_TIMEOUT, run_once, run_session
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mock_server import fixtures
+from mock_server.fixtures import loader as fixtures
 from tests.conftest import new_store
 
 pytest_plugins = ["pytester"]

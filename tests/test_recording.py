@@ -17,12 +17,12 @@ import httpx
 import pytest
 import yaml
 
-from mock_server import catalog
-from mock_server.app import MockConfig, PlatformMock
-from mock_server.proxy import BackgroundProxy, Proxy
+from mock_server.handlers import catalog
+from mock_server.http.mock import MockConfig, PlatformMock
+from mock_server.http.server import BackgroundServer
+from mock_server.proxy.forward import BackgroundProxy, Proxy
+from mock_server.proxy.recording import LEARNERS, Recorder
 from mock_server.pytest_plugin import ssl_context
-from mock_server.recording import LEARNERS, Recorder
-from mock_server.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE
 
 SECRET_VALUES = ("sk-mock-1", "sk-mock-2", "hf-mock-1", "hunter2")

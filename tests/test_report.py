@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server import contract, report_files
-from mock_server.journal import Entry, Journal
-from mock_server.report import (
+from mock_server.contract import documents as contract
+from mock_server.reports import report_files
+from mock_server.reports.report import (
     MAX_EXAMPLES,
     MAX_RULES,
     MAX_TESTS,
@@ -32,6 +32,7 @@ from mock_server.report import (
     reasons,
     verdict_line,
 )
+from mock_server.services.journal import Entry, Journal
 from tests.test_catalog import send_example
 from tests.test_cli import start
 

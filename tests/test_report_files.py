@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mock_server import contract, report_files
-from mock_server.report import ContractReport, judge
-from mock_server.report_files import TargetError, targets
+from mock_server.contract import documents as contract
+from mock_server.reports import report_files
+from mock_server.reports.report import ContractReport, judge
+from mock_server.reports.report_files import TargetError, targets
 from tests.test_report import bogus_token_request, entry, token_request
 
 

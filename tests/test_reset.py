@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.fixtures import check, dump
+from mock_server.fixtures.loader import check, dump
 from mock_server.state import Store
 from mock_server.state.store import MAX_SNAPSHOTS
 
@@ -176,7 +176,7 @@ def test_a_world_built_once_is_restored_without_applying_a_document(reset, monke
     built = dump(mock.store)
     mock.reset()
     applied = []
-    monkeypatch.setattr("mock_server.fixtures.apply_document", lambda *a: applied.append(a))
+    monkeypatch.setattr("mock_server.fixtures.loader.apply_document", lambda *a: applied.append(a))
     mock.reset(**reset)
     assert (applied, dump(mock.store)) == ([], built)
 

@@ -36,7 +36,10 @@ from truefoundry_sdk.errors import (
     UnprocessableEntityError,
 )
 
-from mock_server import PlatformMock, catalog, contract, fixtures
+from mock_server import PlatformMock
+from mock_server.contract import documents as contract
+from mock_server.fixtures import loader as fixtures
+from mock_server.handlers import catalog
 from tests.conftest import CONTROL_PLANE, token_of
 from tests.sdk_oracle import disagreements
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.server import BackgroundServer
+from mock_server.http.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error, http_client
 
 PATH = CONTROL_PLANE + "/tenant-id"

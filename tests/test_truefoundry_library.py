@@ -29,7 +29,8 @@ from typing import Any
 
 import pytest
 
-from mock_server import catalog, contract
+from mock_server.contract import documents as contract
+from mock_server.handlers import catalog
 from mock_server.pytest_plugin import MockHandle
 
 # Logging an artifact asks the mock for upload URLs (`POST .../signed-urls`), an operation it

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.server import BackgroundServer
-from mock_server.watch import FixtureWatcher
+from mock_server.cli.watch import FixtureWatcher
+from mock_server.http.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE
 from tests.test_cli import printed
 

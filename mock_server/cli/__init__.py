@@ -23,9 +23,9 @@ from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_FORCED, refusal  # n
 from mock_server.cli.running import run  # noqa: E402
 from mock_server.cli.serving import Server, serve, world_counts  # noqa: E402
 from mock_server.cli.token import token  # noqa: E402
-from mock_server.fixtures import FixtureError  # noqa: E402
+from mock_server.fixtures.loader import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
-from mock_server.server import raise_file_limit  # noqa: E402
+from mock_server.http.server import raise_file_limit  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,22 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mock_server import report_files
-from mock_server.app import (
-    ADMIN_PREFIX,
-    API_ROOT,
-    HOST_CHECKS,
-    MockConfig,
-)
-from mock_server.auth import KEY_VARIABLE, key_problem
+from mock_server.contract.validation import number_problem
+from mock_server.core.version import __version__
 from mock_server.http import request_log
 from mock_server.http.cors import origin_problem
 from mock_server.http.hosts import allowed_host_problem
-from mock_server.journal import DEFAULT_BUDGET
-from mock_server.report import percentage
+from mock_server.http.mock import ADMIN_PREFIX, API_ROOT, HOST_CHECKS, MockConfig
+from mock_server.reports import report_files
+from mock_server.reports.report import percentage
+from mock_server.services.auth import KEY_VARIABLE, key_problem
+from mock_server.services.journal import DEFAULT_BUDGET
 from mock_server.state.sources import seed_problem
-from mock_server.validation import number_problem
-from mock_server.version import __version__
 
 EXIT_VIOLATIONS = 1  # the contract checks asked for failed
 EXIT_BAD_FIXTURES = 2
@@ -38,7 +33,7 @@ EXIT_NOT_FOUND = 127  # as a shell reports a command it did not find
 EXIT_FORCED = 128  # plus the signal's number, as a shell reports a process a signal ended
 
 
-# Paths the app answers itself whatever the gateway's prefix (mock_server.app): the platform
+# Paths the app answers itself whatever the gateway's prefix (mock_server.http.mock): the platform
 # API's root, the admin API, and the Swagger UI (with its static files) and spec of the
 # control plane, whose base path is `/`. A gateway there would shadow them or be shadowed.
 RESERVED_PATHS = (API_ROOT.rstrip("/"), ADMIN_PREFIX, "/docs", "/openapi.json", "/openapi.yaml")

@@ -1,9 +1,9 @@
 """The `platform-mock proxy` and `platform-mock drift` commands: their options, and running them.
 
 `proxy` listens like `serve` and forwards every request to a target platform, checking both
-directions against the contract (`mock_server.proxy`); when stopped (Ctrl-C, SIGTERM) it
+directions against the contract (`mock_server.proxy.forward`); when stopped (Ctrl-C, SIGTERM) it
 writes the drift report (`--report`) and the recorded world (`--record`), and exits with the
-verdict. `drift` sends the read-only requests of `mock_server.drift_check` to a target with
+verdict. `drift` sends the read-only requests of `mock_server.proxy.drift_check` to a target with
 a token from the environment, prints the drift report and exits with the verdict.
 
 Exit statuses: 0 the target agrees with the contract; 1 it does not (drift); 2 a usage
@@ -25,15 +25,17 @@ from urllib.parse import urlsplit
 
 import uvicorn
 
-from mock_server import drift, drift_check, drift_files, escape, report_files
 from mock_server.cli.options import EXIT_CANNOT_BIND, EXIT_USAGE, whole_number
-from mock_server.coordinates import CONTROL_PLANE_PREFIX, base_url
-from mock_server.drift import Exchange
+from mock_server.contract.validation import number_problem
+from mock_server.core import escape
+from mock_server.core.coordinates import CONTROL_PLANE_PREFIX, base_url
 from mock_server.http import request_log
-from mock_server.proxy import DEFAULT_TIMEOUT, Proxy, log_line
-from mock_server.recording import Recorder
-from mock_server.server import bind
-from mock_server.validation import number_problem
+from mock_server.http.server import bind
+from mock_server.proxy import drift_check
+from mock_server.proxy.forward import DEFAULT_TIMEOUT, Proxy, log_line
+from mock_server.proxy.recording import Recorder
+from mock_server.reports import drift, drift_files, report_files
+from mock_server.reports.drift import Exchange
 
 COMMANDS = ("proxy", "drift")
 EXIT_DRIFT = 1

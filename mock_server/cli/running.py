@@ -9,16 +9,13 @@ import shlex
 import signal
 import sys
 
-from mock_server import report_files
-from mock_server.cli.options import (
-    EXIT_CANNOT_BIND,
-    EXIT_FORCED,
-)
+from mock_server.cli.options import EXIT_CANNOT_BIND, EXIT_FORCED
 from mock_server.cli.serving import banner, built, finish
 from mock_server.cli.supervision import run_command
-from mock_server.coordinates import FAIL_ON_VIOLATION
+from mock_server.core.coordinates import FAIL_ON_VIOLATION
 from mock_server.http import request_log
-from mock_server.server import BackgroundServer
+from mock_server.http.server import BackgroundServer
+from mock_server.reports import report_files
 
 
 def environment(server: BackgroundServer, args: argparse.Namespace) -> dict[str, str]:

@@ -16,12 +16,6 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import IO, NoReturn
 
-from mock_server import report_files
-from mock_server.app import (
-    ADMIN_PREFIX,
-    CONTROL_PLANE_PREFIX,
-    PlatformMock,
-)
 from mock_server.cli.options import (
     EXIT_CANNOT_BIND,
     EXIT_FORCED,
@@ -31,32 +25,23 @@ from mock_server.cli.options import (
     config,
     is_loopback,
 )
-from mock_server.coordinates import base_url
+from mock_server.cli.watch import FixtureWatcher
+from mock_server.core.coordinates import base_url
+from mock_server.core.version import __version__
 from mock_server.http import request_log
-from mock_server.report import (
-    coverage,
-    gaps,
-    judge,
-    reasons,
-    verdict_line,
-)
-from mock_server.server import Server as LiveServer
-from mock_server.server import (
-    Worlds,
-    bind,
-    user_token,
-    uvicorn_config,
-)
+from mock_server.http.mock import ADMIN_PREFIX, CONTROL_PLANE_PREFIX, PlatformMock
+from mock_server.http.server import Server as LiveServer
+from mock_server.http.server import Worlds, bind, user_token, uvicorn_config
+from mock_server.http.view_page import url as view_url
+from mock_server.reports import report_files
+from mock_server.reports.report import coverage, gaps, judge, reasons, verdict_line
 from mock_server.state import Store
-from mock_server.version import __version__
-from mock_server.view.page import url as view_url
-from mock_server.watch import FixtureWatcher
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # a normal stop of `serve` and `run`
 
 
 class Server(LiveServer):
-    """uvicorn, ending the live view's streams as it stops (`mock_server.server.Server`),
+    """uvicorn, ending the live view's streams as it stops (`mock_server.http.server.Server`),
     announcing when it is ready and exiting with 0 after a stop signal, and at once after a
     second one."""
 

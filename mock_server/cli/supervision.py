@@ -16,11 +16,7 @@ import time
 from collections.abc import Iterator
 from types import FrameType
 
-from mock_server.cli.options import (
-    EXIT_CANNOT_RUN,
-    EXIT_FORCED,
-    EXIT_NOT_FOUND,
-)
+from mock_server.cli.options import EXIT_CANNOT_RUN, EXIT_FORCED, EXIT_NOT_FOUND
 
 # Signals a run passes on to its command: the command decides how to stop, and the mock
 # stops once it has.

@@ -5,15 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mock_server import errors
-from mock_server.auth import Authenticator
-from mock_server.cli.options import (
-    EXIT_BAD_FIXTURES,
-    EXIT_USAGE,
-    NO_KEY,
-    NO_USER,
-    config,
-)
+from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_USAGE, NO_KEY, NO_USER, config
+from mock_server.core import errors
+from mock_server.services.auth import Authenticator
 
 
 def _dev_token(auth: Authenticator) -> str | None:

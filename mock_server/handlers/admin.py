@@ -8,15 +8,16 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from mock_server import contract, errors, escape, fixtures
-from mock_server.faults import FaultRefused
+from mock_server.contract import documents as contract
+from mock_server.core import errors, escape
+from mock_server.core.version import __version__
+from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import render
 from mock_server.handlers.context import mock
 from mock_server.handlers.operation import operation
-from mock_server.journal import Entry
-from mock_server.state import browse
-from mock_server.version import __version__
-from mock_server.view import shown
+from mock_server.services.faults import FaultRefused
+from mock_server.services.journal import Entry
+from mock_server.view import browse, shown
 
 
 @operation("adminHealth")

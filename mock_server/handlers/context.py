@@ -14,14 +14,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mock_server.auth import Authenticator
-from mock_server.exchange import Exchange
-from mock_server.faults import Faults
-from mock_server.fixtures import Fixture
-from mock_server.journal import Journal
-from mock_server.live import Hub
-from mock_server.report import ContractReport
+from mock_server.fixtures.loader import Fixture
+from mock_server.reports.report import ContractReport
+from mock_server.services.auth import Authenticator
+from mock_server.services.exchange import Exchange
+from mock_server.services.faults import Faults
+from mock_server.services.journal import Journal
 from mock_server.state import Caller, Store
+from mock_server.view.live import Hub
 
 
 class WorldHost(Protocol):

@@ -7,11 +7,11 @@ from typing import Any
 
 import orjson
 
-from mock_server import errors
+from mock_server.contract.validation import read_json
+from mock_server.core import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import Answer, current, store
 from mock_server.handlers.operation import Example, operation
-from mock_server.validation import read_json
 
 
 @operation(

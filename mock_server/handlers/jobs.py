@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mock_server import errors
+from mock_server.core import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 from mock_server.handlers.operation import Example, operation

@@ -3,7 +3,7 @@
 Each handler carries its entry (`@operation(...)`): the operation it serves, a valid example
 request in the default world (`fixtures/default.yaml`), the error condition of each error
 status of its own (those every operation of its kind documents are the catalog's to
-derive), and the platform client's model of its success body. `mock_server.catalog`
+derive), and the platform client's model of its success body. `mock_server.handlers.catalog`
 gathers the entries of every handler module.
 
 An example names objects of the world by reference, `<kind:name>` (see `KINDS`), and is
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from mock_server.errors import PlatformError
+from mock_server.core.errors import PlatformError
 from mock_server.state import Store
 
 DEFAULT_CALLER = "alice@acme.example"  # the tenant admin of the default world
@@ -141,7 +141,7 @@ class Entry:
     # drift check sends only such operations to a real platform.
     read_only: bool | None = None
     # Whether its answer shows something of the world's entities, which a recording of a
-    # platform (`mock_server.recording`) learns from: declared False where it shows nothing.
+    # platform (`mock_server.proxy.recording`) learns from: declared False where it shows nothing.
     recorded: bool = True
 
 

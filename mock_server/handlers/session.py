@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mock_server.coordinates import reached_url
+from mock_server.core.coordinates import reached_url
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, current, store
 from mock_server.handlers.operation import Example, operation

@@ -53,7 +53,7 @@ Elsewhere in this package: `security.py` subclasses `BearerSecurityHandler.get_f
 (Connexion's documented way to plug in token checks); `faulting.py` is the fault layer,
 between request and response validation; `middleware.py` holds the mock's own
 ASGI layers and `request_log.py` the request log, which read Connexion's routing context
-(`ROUTING_CONTEXT`) and the request's `Exchange` (`mock_server.exchange`); `cors.py` puts
+(`ROUTING_CONTEXT`) and the request's `Exchange` (`mock_server.services.exchange`); `cors.py` puts
 Starlette's CORS middleware around everything but the admin API; `hosts.py` guards the
 admin API's host and origin, outermost; `events.py` streams the live view's events, placed
 before response validation (which would hold a stream until its end).

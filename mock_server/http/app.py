@@ -51,9 +51,11 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mock_server import catalog, contract, errors
-from mock_server.coordinates import base_url, reached_url
-from mock_server.exchange import exchange
+from mock_server.contract import documents as contract
+from mock_server.contract.validation import invalid_request
+from mock_server.core import errors
+from mock_server.core.coordinates import base_url, reached_url
+from mock_server.handlers import catalog
 from mock_server.handlers.context import Answer, Call, Mock, serving
 from mock_server.http import wsgi
 from mock_server.http.events import EventStream
@@ -68,8 +70,8 @@ from mock_server.http.validators import (
     ResponseValidationMiddleware,
     YAMLTextValidator,
 )
-from mock_server.validation import invalid_request
-from mock_server.view.page import ViewPage
+from mock_server.http.view_page import ViewPage
+from mock_server.services.exchange import exchange
 
 logger = logging.getLogger(__name__)
 

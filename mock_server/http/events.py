@@ -2,7 +2,7 @@
 
 It sits in the admin API's pipeline after authentication and request validation, and before
 response validation, which would hold a stream until its end to check it. A stream waits only
-on its own reader: the hub drops what a reader that does not read leaves (`mock_server.live`),
+on its own reader: the hub drops what a reader that does not read leaves (`mock_server.view.live`),
 and the server's other requests and streams go on. A stream ends when its reader goes or the
 server stops (`Hub.close`); a comment every `KEEPALIVE_SECONDS` keeps proxies from closing
 it, and finds a reader that went without a word.
@@ -14,9 +14,9 @@ import asyncio
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mock_server import errors
+from mock_server.core import errors
 from mock_server.http.scope import operation_id
-from mock_server.live import MAX_SUBSCRIBERS, Hub, Subscriber, encoded
+from mock_server.view.live import MAX_SUBSCRIBERS, Hub, Subscriber, encoded
 
 OPERATION = "adminEvents"
 KEEPALIVE_SECONDS = 15.0

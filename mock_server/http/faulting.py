@@ -1,4 +1,4 @@
-"""The fault layer: the mock's fault rules (`mock_server.faults`) applied to each request.
+"""The fault layer: the mock's fault rules (`mock_server.services.faults`) applied to each request.
 
 It stands after security and request validation (a faulty answer is still one to a valid,
 authorised request) and outside response validation, so that what a rule asks (a status
@@ -13,11 +13,11 @@ import asyncio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mock_server.exchange import exchange
-from mock_server.faults import Faults
 from mock_server.http.middleware import query_by_key
 from mock_server.http.scope import operation_id
-from mock_server.journal import request_params
+from mock_server.services.exchange import exchange
+from mock_server.services.faults import Faults
+from mock_server.services.journal import request_params
 
 
 class FaultInjection:

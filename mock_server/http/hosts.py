@@ -29,7 +29,7 @@ import orjson
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mock_server import errors
+from mock_server.core import errors
 
 ANY_HOST = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"})

@@ -1,7 +1,7 @@
 """The mock's own ASGI layers: journaling and logging, path and route guards, routing.
 
 They talk to each other (and to the error handler) through the request's `Exchange`
-(`mock_server.exchange`): the route's path parameters, the error answered, the fault
+(`mock_server.services.exchange`): the route's path parameters, the error answered, the fault
 applied, whether to drop the connection.
 """
 
@@ -17,11 +17,11 @@ from starlette.datastructures import Headers
 from starlette.routing import Mount, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mock_server import errors
-from mock_server.exchange import exchange
+from mock_server.core import errors
 from mock_server.http.request_log import UNAUTHENTICATED, caller_of, log_entry
 from mock_server.http.scope import operation_id
-from mock_server.journal import BODY_LIMIT, Entry, Journal
+from mock_server.services.exchange import exchange
+from mock_server.services.journal import BODY_LIMIT, Entry, Journal
 
 KEPT_HEADERS = ("content-type", "content-length", "prefer", "user-agent", "x-platform-metadata")
 FAULT_HEADER = b"x-platform-mock-fault"

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from mock_server import errors
+from mock_server.core import errors
 
 MAX_HEADER_BYTES = 64 * 1024
 REQUEST_SECONDS = 30  # from a request's first byte to its last, head and body

@@ -32,10 +32,10 @@ from typing import IO, Any, cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mock_server import escape
-from mock_server.exchange import exchange
+from mock_server.core import escape
 from mock_server.http.scope import operation_id
-from mock_server.journal import Entry
+from mock_server.services.exchange import exchange
+from mock_server.services.journal import Entry
 
 LOGGER_NAME = "platform_mock.requests"
 logger = logging.getLogger(LOGGER_NAME)

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from connexion.security import BearerSecurityHandler
 
-from mock_server.exchange import exchange
 from mock_server.http.wsgi import when_free
+from mock_server.services.exchange import exchange
 
 if TYPE_CHECKING:
-    from mock_server.auth import Authenticator
+    from mock_server.services.auth import Authenticator
 
 
 def security_map(authenticator: Authenticator) -> dict[str, type]:

@@ -40,11 +40,7 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 from werkzeug.http import parse_options_header
 
-from mock_server import errors
-from mock_server.exchange import exchange
-from mock_server.http.middleware import query_by_key, query_pairs
-from mock_server.http.scope import operation_id
-from mock_server.validation import (
+from mock_server.contract.validation import (
     MAX_BODY_BYTES,
     ONE_BIG_BODY,
     UTF8_CHARSETS,
@@ -64,6 +60,10 @@ from mock_server.validation import (
     with_defaults,
     without_null_optionals,
 )
+from mock_server.core import errors
+from mock_server.http.middleware import query_by_key, query_pairs
+from mock_server.http.scope import operation_id
+from mock_server.services.exchange import exchange
 
 
 class RepeatedKeysURIParser(OpenAPIURIParser):

@@ -22,9 +22,9 @@ import connexion
 from a2wsgi.wsgi import build_environ
 from starlette.types import Receive, Scope, Send
 
-from mock_server import errors
+from mock_server.contract.validation import ONE_BIG_BODY, body_limit
+from mock_server.core import errors
 from mock_server.http.scope import operation_id
-from mock_server.validation import ONE_BIG_BODY, body_limit
 
 T = TypeVar("T")
 WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]

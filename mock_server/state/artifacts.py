@@ -11,12 +11,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from mock_server import contract, errors
+from mock_server.contract import documents as contract
+from mock_server.contract.validation import compiled, violations
+from mock_server.core import errors
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Artifact, ArtifactVersion, Caller, MlRepo
 from mock_server.state.identity import Identity, reference
 from mock_server.state.sources import iso, world_time
-from mock_server.validation import compiled, violations
 
 # Each kind of artifact has its own folder under the repo, so that an artifact and a model of
 # the same name never share a storage root.

@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-from mock_server import contract
+from mock_server.contract import documents as contract
+from mock_server.contract.validation import ResponseValidator, compiled, violations
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, Page, Subject
 from mock_server.state.identity import Identity
 from mock_server.state.jobs import Jobs
 from mock_server.state.secrets import SECRET_REFERENCE_SCHEME, Secrets
 from mock_server.state.sources import iso, world_time
-from mock_server.validation import ResponseValidator, compiled, violations
 
 # What the platform's Python SDK gives a manifest's `resources` when they are left out (MB),
 # and its TypeScript SDK requires to be there: a manifest with `resources` always has them.

@@ -6,9 +6,16 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from mock_server import contract, errors
+from mock_server.contract import documents as contract
+from mock_server.contract.validation import (
+    CompiledSchema,
+    ResponseValidator,
+    compiled,
+    summary,
+    violations,
+)
+from mock_server.core import errors
 from mock_server.state.area import Area, locked
-from mock_server.validation import CompiledSchema, ResponseValidator, compiled, summary, violations
 
 RESPONSE_STATUSES = ("completed", "failed", "in_progress", "incomplete", "queued", "cancelled")
 

@@ -14,16 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mock_server import errors
+from mock_server.core import errors
 from mock_server.state.area import Area, locked
-from mock_server.state.entities import (
-    SUBJECT_TYPES,
-    Caller,
-    Grant,
-    Resource,
-    RoleBinding,
-    Subject,
-)
+from mock_server.state.entities import SUBJECT_TYPES, Caller, Grant, Resource, RoleBinding, Subject
 
 RESOURCE_TYPES = (
     "cluster",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from mock_server import errors
+from mock_server.core import errors
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, JobRun, Page, Subject
 from mock_server.state.identity import Identity
@@ -162,7 +162,7 @@ class Jobs(Area):
             self._index(application_id)
 
     def run_index(self, application_id: str) -> RunIndex:
-        """The job's run index, to read the runs by (`mock_server.state.browse`)."""
+        """The job's run index, to read the runs by (`mock_server.view.browse`)."""
         return self._index(application_id)
 
     def _index(self, application_id: str) -> RunIndex:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mock_server import errors
+from mock_server.core import errors
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Caller, Secret, SecretGroup, SecretVersion
 from mock_server.state.identity import Identity

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from mock_server import errors
+from mock_server.core import errors
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Caller, IssuedToken, PersonalAccessToken, Subject
 from mock_server.state.identity import Identity, reference

@@ -1,5 +1,5 @@
 """Requests and records as the live view shows them: every text a client chose escaped by
-the one rule (`mock_server.escape`), every credential hidden (`mock_server.masking`).
+the one rule (`mock_server.core.escape`), every credential hidden (`mock_server.core.masking`).
 
 The page inserts these texts as they come (as text nodes, never as markup), so what a client
 sent reaches the screen only through here: a control character or a bidi override shows as
@@ -12,11 +12,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from mock_server import escape, explain, masking
-from mock_server.contract import Operation
-from mock_server.journal import BODY_LIMIT, Entry, read_body
-from mock_server.report import rules_broken
-from mock_server.state.browse import Record
+from mock_server.contract.documents import Operation
+from mock_server.core import escape, masking
+from mock_server.reports import explain
+from mock_server.reports.report import rules_broken
+from mock_server.services.journal import BODY_LIMIT, Entry, read_body
+from mock_server.view.browse import Record
 
 
 def _text(value: Any) -> str | None:

@@ -4,7 +4,7 @@ Connexion enforces the documents; this module is for where the mock reasons abou
 (which statuses a fault may inject, what a report counts as exercised, the schema a
 complete model response in a fixture must meet, the sequences of calls its links name).
 What the documents cannot say of an operation (its handler, an example request, its error
-conditions) is `mock_server.catalog`'s.
+conditions) is `mock_server.handlers.catalog`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from mock_server.resources import package_file
+from mock_server.core.resources import package_file
 
 CONTROL_PLANE_SPEC = "control-plane.yaml"
 GATEWAY_SPEC = "gateway.yaml"

@@ -1,7 +1,7 @@
 """A mock that lives in another process, driven through its admin API as if it were at hand.
 
 `platform-mock run` serves one mock for a whole CI job and hands its coordinates to the
-command (`mock_server.coordinates`). A pytest session under it uses that mock: `RemoteMock`
+command (`mock_server.core.coordinates`). A pytest session under it uses that mock: `RemoteMock`
 gives the pytest plugin what the in-process mock gives it (reset, the test running, faults,
 the journal, tokens, the world, the report), each through one admin request. What it returns
 is a copy taken then: the journal and the world as they were when asked.
@@ -14,11 +14,12 @@ from typing import Any
 import httpx
 import orjson
 
-from mock_server import contract, fixtures
-from mock_server.auth import Signer, new_key
-from mock_server.coordinates import Coordinates
-from mock_server.faults import Fault, FaultRefused
-from mock_server.journal import Entry, Journal
+from mock_server.contract import documents as contract
+from mock_server.core.coordinates import Coordinates
+from mock_server.fixtures import loader as fixtures
+from mock_server.services.auth import Signer, new_key
+from mock_server.services.faults import Fault, FaultRefused
+from mock_server.services.journal import Entry, Journal
 from mock_server.state import Store
 
 TIMEOUT_SECONDS = 60.0  # a reset that rebuilds a big world, or a new world, takes seconds
@@ -124,7 +125,7 @@ class RemoteMock:
         )
 
     def fault(self, operation_id: str, **effect: Any) -> Fault:
-        """Add a fault rule (the arguments of `mock_server.faults.Faults.add`); the rule as
+        """Add a fault rule (the arguments of `mock_server.services.faults.Faults.add`); the rule as
         added. FaultRefused for one the contract does not allow."""
         names = {"delay_ms": "delayMs"}
         body = {"operationId": operation_id, **{names.get(k, k): v for k, v in effect.items()}}

@@ -30,10 +30,10 @@ from typing import Any, Self
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from mock_server import errors
-from mock_server.app import PlatformMock
-from mock_server.coordinates import Coordinates, base_url
+from mock_server.core import errors
+from mock_server.core.coordinates import Coordinates, base_url
 from mock_server.http import DROP
+from mock_server.http.mock import PlatformMock
 from mock_server.http.protocol import REQUEST_SECONDS, PlatformHttpProtocol
 
 GRACEFUL_SHUTDOWN_SECONDS = 2

@@ -21,8 +21,10 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from mock_server import contract, errors, handlers
-from mock_server.errors import PlatformError
+from mock_server import handlers
+from mock_server.contract import documents as contract
+from mock_server.core import errors
+from mock_server.core.errors import PlatformError
 from mock_server.handlers.operation import (
     DEFAULT_CALLER,
     KINDS,
@@ -55,6 +57,7 @@ __all__ = [
 HANDLER_MODULES = tuple(
     importlib.import_module(f"{handlers.__name__}.{module.name}")
     for module in sorted(pkgutil.iter_modules(handlers.__path__), key=lambda m: m.name)
+    if module.name != __name__.rpartition(".")[2]  # the catalog itself declares nothing
 )
 
 # Statuses every operation of the platform may document, each with its one condition. A

@@ -6,7 +6,7 @@ routes: the control plane's paths in full, the gateway's under its prefix, HEAD 
 is checked as the mock checks it (its parameters by the mock's own parameter validator, its
 JSON body against the documented schema, the bearer token it must carry), forwarded with
 the caller's own headers, credentials included, and the target's answer is checked
-(`mock_server.drift.check`) and passed back as it came. Each exchange is journaled (an
+(`mock_server.reports.drift.check`) and passed back as it came. Each exchange is journaled (an
 `Exchange` in the mock's `Journal`), counted in the drift report and, with a `Recorder`,
 recorded. A request the contract does not cover is forwarded and listed, not judged. A
 target that does not answer in time, or at all, is answered 504 (code 50401) or 502 (code
@@ -14,7 +14,7 @@ target that does not answer in time, or at all, is answered 504 (code 50401) or 
 
 Credentials are forwarded and forgotten: the journal keeps none of a request's headers but
 a few harmless ones (`mock_server.http.middleware.KEPT_HEADERS`), every body and message it
-keeps is masked (`mock_server.redact`), and the recorder is given the token's claims (who
+keeps is masked (`mock_server.core.redact`), and the recorder is given the token's claims (who
 the caller is, of which tenant), read without checking the signature as the platform's own
 clients read them, never the token.
 
@@ -39,22 +39,30 @@ import uvicorn
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
-from mock_server import contract, errors
-from mock_server.contract import GATEWAY_SPEC, Operation
-from mock_server.drift import TARGET_ERROR, TIMEOUT, DriftReport, Exchange, check, media_type
-from mock_server.http.middleware import KEPT_HEADERS
-from mock_server.http.validators import ParameterValidator, RepeatedKeysURIParser
-from mock_server.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
-from mock_server.recording import Caller, Recorder
-from mock_server.redact import masked, masked_text
-from mock_server.server import Threaded
-from mock_server.validation import (
+from mock_server.contract import documents as contract
+from mock_server.contract.documents import GATEWAY_SPEC, Operation
+from mock_server.contract.validation import (
     Detail,
     compiled,
     read_json,
     violations,
     without_null_optionals,
 )
+from mock_server.core import errors
+from mock_server.core.redact import masked, masked_text
+from mock_server.http.middleware import KEPT_HEADERS
+from mock_server.http.server import Threaded
+from mock_server.http.validators import ParameterValidator, RepeatedKeysURIParser
+from mock_server.proxy.recording import Caller, Recorder
+from mock_server.reports.drift import (
+    TARGET_ERROR,
+    TIMEOUT,
+    DriftReport,
+    Exchange,
+    check,
+    media_type,
+)
+from mock_server.services.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
 
 MAX_REQUEST_BODY = 8 * 1024 * 1024  # bytes of a request body the proxy forwards
 MAX_CHECKED_BODY = 16 * 1024 * 1024  # bytes of an answer checked; past it, streamed unchecked

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from watchfiles import watch
 
-from mock_server import escape, fixtures
-from mock_server.state import browse
+from mock_server.core import escape
+from mock_server.fixtures import loader as fixtures
+from mock_server.view import browse
 
 if TYPE_CHECKING:
-    from mock_server.app import PlatformMock
+    from mock_server.http.mock import PlatformMock
 
 DEBOUNCE_MS = 200  # an editor's save is several file events: one reload for all of them
 # A fixture error's line: `file:line: field: message`, the line and the field when known.

@@ -24,10 +24,11 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from mock_server import catalog, contract
-from mock_server.coordinates import CONTROL_PLANE_PREFIX
-from mock_server.drift import ERROR_CODE, STATUS, Difference, Exchange
-from mock_server.proxy import Proxy
+from mock_server.contract import documents as contract
+from mock_server.core.coordinates import CONTROL_PLANE_PREFIX
+from mock_server.handlers import catalog
+from mock_server.proxy.forward import Proxy
+from mock_server.reports.drift import ERROR_CODE, STATUS, Difference, Exchange
 
 UNKNOWN_JOB = "drift-check-no-such-job"
 UNKNOWN_RESPONSE = "resp_driftchecknosuchresponse"

@@ -24,7 +24,7 @@ import jsonschema_rs
 from jsonschema import Draft4Validator, ValidationError
 from jsonschema.validators import extend
 
-from mock_server import errors
+from mock_server.core import errors
 
 
 # The two dialects of JSON Schema an OpenAPI 3.0 document speaks (as Connexion's own

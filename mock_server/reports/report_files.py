@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from mock_server import escape
-from mock_server.report import MAX_TESTS, UNROUTED, gaps, operation_gaps, verdict_line
+from mock_server.core import escape
+from mock_server.reports.report import MAX_TESTS, UNROUTED, gaps, operation_gaps, verdict_line
 
 FORMATS = {"json": ".json", "text": ".txt", "junit": ".xml", "markdown": ".md"}
 BASENAME = "contract-report"  # of each format's file in a `--report` directory

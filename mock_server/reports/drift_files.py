@@ -4,8 +4,8 @@ A drift report (`DriftReport.to_dict()`, with its `verdict`) renders as JSON (ev
 text (what a terminal shows), JUnit XML (a test case per check of the verdict, per operation
 and per difference found, a target's failure to answer as an error rather than a failure)
 and Markdown (a job summary). Where each goes, how files are written and the JUnit document
-are the contract report's (`mock_server.report_files`); what the target or a client sent
-leaves through `mock_server.escape` like everything else the mock prints.
+are the contract report's (`mock_server.reports.report_files`); what the target or a client sent
+leaves through `mock_server.core.escape` like everything else the mock prints.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mock_server import escape
-from mock_server.report_files import (
+from mock_server.core import escape
+from mock_server.reports.report_files import (
     MAX_ANNOTATIONS,
     MAX_SUMMARY_RULES,
     JUnit,

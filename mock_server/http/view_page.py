@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mock_server import errors
-from mock_server.coordinates import ADMIN_PREFIX
-from mock_server.resources import package_file
+from mock_server.core import errors
+from mock_server.core.coordinates import ADMIN_PREFIX
+from mock_server.core.resources import PACKAGE_DIR
 
 PREFIX = ADMIN_PREFIX + "/ui"
 # What each path serves: the file and its media type.
@@ -44,7 +44,7 @@ HEADERS = [
 
 @cache
 def _content(name: str) -> bytes:
-    return (package_file("view") / "static" / name).read_bytes()
+    return (PACKAGE_DIR / "view" / "static" / name).read_bytes()
 
 
 def url(base: str) -> str:

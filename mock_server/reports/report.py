@@ -6,7 +6,7 @@ requests in full: a flood of violations gives a report of bounded size), which p
 and filter values were exercised, and the contract's coverage: of its documented statuses,
 query parameters and enum values, the share the client's requests met; and `judge` gives the
 verdict on it. It accumulates for the life of the mock, across resets;
-`mock_server.report_files` writes it in each format.
+`mock_server.reports.report_files` writes it in each format.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mock_server import errors
-from mock_server.contract import Operation
-from mock_server.journal import Entry, read_body
+from mock_server.contract.documents import Operation
+from mock_server.core import errors
+from mock_server.services.journal import Entry, read_body
 
 UNROUTED = "(no operation)"
 MAX_VALUES = 20  # distinct values kept per parameter, and unknown parameter names per operation

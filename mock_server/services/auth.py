@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import jwt
 
-from mock_server import errors
+from mock_server.core import errors
 from mock_server.state.entities import Caller, PersonalAccessToken, Subject
 
 if TYPE_CHECKING:

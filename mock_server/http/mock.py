@@ -13,20 +13,22 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from mock_server import catalog, contract, fixtures
-from mock_server.auth import Authenticator, Signer, new_key
-from mock_server.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
-from mock_server.faults import Faults
+from mock_server.contract import documents as contract
+from mock_server.core.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
+from mock_server.fixtures import loader as fixtures
+from mock_server.handlers import catalog
 from mock_server.handlers.context import WorldHost
 from mock_server.http import build_connexion_app, journaled, request_log
 from mock_server.http.cors import Cors
 from mock_server.http.hosts import HostGuard
 from mock_server.http.request_log import logged
-from mock_server.journal import DEFAULT_BUDGET, Journal
-from mock_server.live import Hub
-from mock_server.report import ContractReport
+from mock_server.reports.report import ContractReport
+from mock_server.services.auth import Authenticator, Signer, new_key
+from mock_server.services.faults import Faults
+from mock_server.services.journal import DEFAULT_BUDGET, Journal
 from mock_server.state import Store
 from mock_server.view import shown
+from mock_server.view.live import Hub
 
 __all__ = ["ADMIN_PREFIX", "API_ROOT", "CONTROL_PLANE_PREFIX", "MockConfig", "PlatformMock"]
 API_ROOT = "/api/"  # where the platform's API lives, whatever its version

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-from mock_server.errors import PlatformError
+from mock_server.core.errors import PlatformError
 from mock_server.state.entities import Caller, PersonalAccessToken
 
 KEY = "platform_mock"  # of the scope's `extensions`

@@ -13,10 +13,10 @@ import difflib
 import re
 from typing import Any
 
-from mock_server import errors
-from mock_server.contract import Operation
-from mock_server.journal import Entry
-from mock_server.report import rule_name, rules_broken
+from mock_server.contract.documents import Operation
+from mock_server.core import errors
+from mock_server.reports.report import rule_name, rules_broken
+from mock_server.services.journal import Entry
 
 _ITEM = re.compile(r"\[[0-9]+\]$")
 CUTOFF = 0.6  # how alike two names must be for one to be offered for the other (difflib)

@@ -9,7 +9,7 @@ for the status, or a `statusCode` that is not the status. `DriftReport` counts e
 difference per operation, with an example, and keeps apart what is not drift: requests the
 contract does not cover (forwarded and listed), requests that broke the contract themselves
 (the client's doing), and answers the target failed to give (timeouts, connection errors).
-`judge` gives the verdict; `mock_server.drift_files` writes the report in each format.
+`judge` gives the verdict; `mock_server.reports.drift_files` writes the report in each format.
 
 A report has a bounded size whatever the traffic: differences are grouped by operation,
 kind, field (indexes dropped: `data[].status`) and value found, each group with its count
@@ -26,12 +26,9 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
 
-from mock_server import contract, errors
-from mock_server.contract import Operation
-from mock_server.journal import Entry, read_body
-from mock_server.redact import masked, masked_text
-from mock_server.report import percent, rule_names
-from mock_server.validation import (
+from mock_server.contract import documents as contract
+from mock_server.contract.documents import Operation
+from mock_server.contract.validation import (
     Detail,
     ResponseValidator,
     compiled,
@@ -40,6 +37,10 @@ from mock_server.validation import (
     stream_events,
     stream_violations,
 )
+from mock_server.core import errors
+from mock_server.core.redact import masked, masked_text
+from mock_server.reports.report import percent, rule_names
+from mock_server.services.journal import Entry, read_body
 
 # The kinds of difference, as the report names them.
 STATUS = "status"  # a status the operation does not document

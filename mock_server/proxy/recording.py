@@ -28,7 +28,7 @@ versions no answer showed (a copy of a version seen, or a minimal one for its ki
 successful request shows access, too: where no recorded grant gives the caller the access an
 answer proves (reading a job's runs, writing an ML repo), the least grant that does is added
 and named in the header. Credentials never enter the document: token values are not read,
-secret values are placeholders, and every manifest is masked (`mock_server.redact`).
+secret values are placeholders, and every manifest is masked (`mock_server.core.redact`).
 
 The recorder is thread-safe and holds what it was shown, once per id: it grows with the world
 seen, not with the traffic.
@@ -50,7 +50,7 @@ from typing import Any
 
 import yaml
 
-from mock_server.redact import REDACTED, SECRET_REFERENCE, masked
+from mock_server.core.redact import REDACTED, SECRET_REFERENCE, masked
 from mock_server.state.entities import SUBJECT_TYPES
 from mock_server.state.identity import RESOURCE_TYPES
 from mock_server.state.jobs import ENDED

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from mock_server import errors
-from mock_server.contract import as_text
+from mock_server.contract.documents import as_text
+from mock_server.core import errors
 
 if TYPE_CHECKING:
-    from mock_server.contract import Operation
+    from mock_server.contract.documents import Operation
 
 VIOLATION_CODES = errors.violation_codes()  # the request itself broke the contract
 BODY_LIMIT = 64 * 1024  # bytes of a request body kept in the journal

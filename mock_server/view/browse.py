@@ -7,7 +7,7 @@ order, and searched through that index (a run's name or id by prefix, its status
 of who triggered it, its job's name exactly). The other kinds hold what a person or a test
 made (tens, or thousands at most) and are searched by a walk, for a word anywhere in the
 record's names and ids. Each record is shown as the fixture document would write it, with
-its id, and with secret values hidden (`mock_server.masking`).
+its id, and with secret values hidden (`mock_server.core.masking`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from mock_server import masking
+from mock_server.core import masking
 from mock_server.state.entities import Application, JobRun
 from mock_server.state.identity import reference
 from mock_server.state.jobs import run_record

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mock_server import errors
-from mock_server.contract import Operation
-from mock_server.journal import same_value
-from mock_server.validation import INTEGER_TEXT, number_problem
+from mock_server.contract.documents import Operation
+from mock_server.contract.validation import INTEGER_TEXT, number_problem
+from mock_server.core import errors
+from mock_server.services.journal import same_value
 
 MAX_DELAY_MS = 60_000
 MAX_COUNT = 2**53 - 1  # after and times, like every integer of the contract

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from mock_server.faults import Faults
-from mock_server.journal import Entry, Journal
+from mock_server.services.faults import Faults
+from mock_server.services.journal import Entry, Journal
 
 QUEUE_LIMIT = 1000  # events kept for a subscriber that does not read; past it, dropped
 MAX_SUBSCRIBERS = 32  # streams at once; another is refused (503) rather than slowing all

@@ -1,0 +1,1 @@
+"""The proxy side: a target platform's answers checked, compared and recorded."""

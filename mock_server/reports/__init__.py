@@ -1,0 +1,1 @@
+"""Reports: the contract report, the drift report, their files, and explanations."""

@@ -1,0 +1,1 @@
+"""The mock's services around the state: tokens, the journal, faults, the request record."""
