@@ -5,6 +5,14 @@ authentication or validation, with its operation, parameters, body, status, erro
 injected fault. Admin API requests are not recorded. The vocabulary follows respx:
 `calls`, `call_count`, `last`, `assert_called`.
 
+Nothing it holds is a credential: `record` hides every credential of an entry by the one
+masking rule (`mock_server.core.masking`) before keeping it, the caller's own included (its
+request's credential, which the entry carries until then and no longer). Every output of
+the journal reads it (the admin API, the live view and its event stream, the request log,
+the contract and drift reports, pytest's report sections), so none can show what it never
+held; and only the writer knows the caller's credential, which no reader could hide
+without the journal keeping it.
+
 Memory is bounded in bytes, not entries: an entry keeps the request body as the bytes that
 came (up to 64 KiB), and the response's headers and body alike, read as JSON only when
 asked, and the journal drops its oldest entries once their sizes add up past its budget,
@@ -28,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mock_server.contract.documents import as_text
-from mock_server.core import errors
+from mock_server.core import errors, masking
 
 if TYPE_CHECKING:
     from mock_server.contract.documents import Operation
@@ -69,6 +77,29 @@ class Entry:
     raw_response: bytes = b""  # the response body as sent, cut at BODY_LIMIT
     response_bytes: int = 0  # the size of the whole response body
     order: int = 0  # its place in the journal: entries are recorded in this order
+    # The caller's own credentials (`masking.credentials_of`), hidden wherever they appear
+    # in the entry when it is recorded, and forgotten then.
+    credentials: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    def mask(self) -> tuple[str, ...]:
+        """Hide every credential the entry holds (`mock_server.core.masking`), and forget
+        the caller's: done once, by `Journal.record`, before anything reads it. A value the
+        request's body holds under a credential's name is hidden wherever else it appears
+        (an answer or an error echoing it). Returns the values it hid wherever they were,
+        for a kind of entry that holds more."""
+        credentials = self.credentials + hidden_in(self.raw_body)
+        self.credentials = ()
+        self.path = masking.masked_text(self.path, credentials)
+        self.query = masking.masked(self.query, "", credentials)
+        self.path_params = masking.masked(self.path_params, "", credentials)
+        self.headers = masking.headers(self.headers, credentials)
+        self.raw_body = masked_body(self.raw_body, credentials)
+        if self.message is not None:
+            self.message = masking.masked_text(self.message, credentials)
+        self.details = masking.masked(self.details, "", credentials)
+        self.response_headers = masking.headers(self.response_headers, credentials)
+        self.raw_response = masked_body(self.raw_response, credentials)
+        return credentials
 
     @property
     def body(self) -> Any:
@@ -213,6 +244,8 @@ class Journal:
             return self._seq
 
     def record(self, entry: Entry) -> None:
+        """Keep an entry, every credential in it hidden first (see the module)."""
+        entry.mask()
         with self._lock:
             self._recorded += 1
             entry.order = self._recorded
@@ -365,6 +398,35 @@ class Journal:
         if not ranked:
             return "No request was recorded."
         return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
+
+
+def hidden_in(raw: bytes) -> tuple[str, ...]:
+    """The values a JSON body holds under a credential's name (`masking.hidden_values`)."""
+    if not raw or not masking.might_hold(raw):
+        return ()
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return ()
+    return tuple(sorted(masking.hidden_values(parsed), key=len, reverse=True))
+
+
+def masked_body(raw: bytes, credentials: tuple[str, ...] = ()) -> bytes:
+    """A body as the journal keeps it: every credential in it hidden, as JSON where it is
+    JSON (the masked value written again) and as text otherwise (a body cut at its limit, a
+    form); the same bytes when it holds none."""
+    if not raw:
+        return raw
+    if not masking.might_hold(raw) and not any(c.encode() in raw for c in credentials):
+        return raw
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        shown = masking.masked_text(text, credentials)
+        return raw if shown == text else shown.encode("utf-8")
+    shown = masking.masked(parsed, "", credentials)
+    return raw if shown == parsed else orjson.dumps(shown)
 
 
 def read_body(raw: bytes) -> Any:
