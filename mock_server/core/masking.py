@@ -103,15 +103,16 @@ def holds_credential(name: str) -> bool:
 
 def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
     """The caller's own credentials in its request's headers (lower-case names), to hide
-    wherever they appear: the value of each credential header, and the credential of an
-    authorization scheme (`Bearer VALUE`) apart as well."""
+    wherever they appear: the credential of an authorization scheme (`Bearer VALUE`), or a
+    credential header's whole value; none shorter than MIN_CREDENTIAL (it could be a word)."""
     found: list[str] = []
     for name in ("authorization", "proxy-authorization", "x-api-key", "api-key"):
         value = headers.get(name, "").strip()
-        _, _, credential = value.partition(" ")
-        found += [part for part in (value, credential.strip()) if len(part) >= MIN_CREDENTIAL]
-    # The longest first: a header's value before the credential it holds.
-    return tuple(sorted(dict.fromkeys(found), key=len, reverse=True))
+        scheme, _, credential = value.partition(" ")
+        credential = credential.strip() if scheme.lower() in ("bearer", "basic") else value
+        if len(credential) >= MIN_CREDENTIAL:
+            found.append(credential)
+    return tuple(dict.fromkeys(found))
 
 
 def _assigned(found: re.Match[str]) -> str:

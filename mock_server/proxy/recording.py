@@ -194,7 +194,11 @@ class Recorder:
         try:
             read = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise RecordingRefused(f"the recording would not read back as YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            raise RecordingRefused(
+                f"the recording would not read back as YAML{where}: nothing was written"
+            ) from None
         if read != document:
             raise RecordingRefused(
                 "the recording would not read back as the world recorded "
