@@ -716,4 +716,4 @@ def test_the_recording_keeps_what_a_target_sent_exactly(proxied: Outputs):
         run.get("error", "") for app in recorded["applications"] for run in app.get("runs", [])
     ]
     assert any(ESCAPING["line-separator"] in error for error in errors)
-    assert any("as <hidden>, that is <hidden>" in error for error in errors)
+    assert any("as Bearer <hidden>, that is <hidden>" in error for error in errors)

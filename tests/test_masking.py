@@ -155,22 +155,32 @@ def _entry(**fields: Any) -> Entry:
     return Entry(**{**base, **fields})
 
 
-def test_the_journal_keeps_no_credential_of_an_entry():
+def _recorded() -> Entry:
     journal = Journal()
     journal.record(
         _entry(
             path=f"/api/svc/v1/x/{OWN_CREDENTIAL}",
             query={"access_token": ["opaque"], "note": [OWN_CREDENTIAL]},
-            raw_body=b'{"password": "hunter2-long", "note": "x"}',
+            raw_body=b'{"password": "hunter2-long", "note": "' + OWN_CREDENTIAL.encode() + b'"}',
             raw_response=b'{"echo": "hunter2-long", "token": "' + JWT.encode() + b'"}',
             message=f"refused {OWN_CREDENTIAL}",
             credentials=credentials_of({"authorization": f"Bearer {OWN_CREDENTIAL}"}),
         )
     )
     (kept,) = list(journal)
-    shown = repr(kept.to_dict()) + kept.raw_response.decode() + kept.path
-    assert OWN_CREDENTIAL not in shown and "hunter2" not in shown and SECRET not in shown
-    assert "opaque" not in shown and kept.credentials == ()
+    return kept
+
+
+def test_the_journal_shows_no_credential_of_an_entry():
+    kept = _recorded()
+    shown = repr(kept.to_dict()) + kept.shown_response.decode() + repr(kept.response_body)
+    assert "hunter2" not in shown and SECRET not in shown and "opaque" not in shown
+
+
+def test_the_journal_keeps_nothing_of_the_callers_credential():
+    kept = _recorded()
+    held = repr(kept) + kept.raw_body.decode() + kept.raw_response.decode()
+    assert OWN_CREDENTIAL not in held and kept.credentials == ()
 
 
 def test_the_journal_keeps_a_body_without_credentials_as_it_came():

@@ -87,13 +87,26 @@ _PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase"})
 # What a schema's message about a value begins with: the value, then what is wrong with it
 # (`'x' is too short`, `['x'] is not of type 'string'`).
 _QUOTED_FIRST = re.compile(r"^\S.*?(?= (?:is|does|was|has|should|must|expected)\b)", re.DOTALL)
-# What any of the rules above needs in a text: a text without it is left as it is.
-_HINT = re.compile(
-    r"eyJ|tfy_|gh[pousr]_|github_pat_|sk-|hf_|AKIA|ASIA|xox|glpat-|bearer|basic|"
-    r"token|secret|passw|passphrase|key|credential|authorization|cookie",
-    re.IGNORECASE,
-)
-_HINT_BYTES = re.compile(_HINT.pattern.encode(), re.IGNORECASE)
+# What any of the rules above needs in a text (lower-cased): a text holding none is left as
+# it is. A long text is scanned once per word: a regex of them all, ignoring case, costs
+# 50 times more on 16 KiB.
+_HINTS = (
+    "eyj", "tfy_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "hf_", "akia",
+    "asia", "xox", "glpat-", "bearer", "basic", "token", "secret", "passw", "passphrase", "key",
+    "credential", "authorization", "cookie",
+)  # fmt: skip
+_HINT_BYTES = tuple(word.encode() for word in _HINTS)
+
+
+_HINT = re.compile("|".join(map(re.escape, _HINTS)))
+SHORT = 256  # characters of a text under which one regex beats a scan per word
+
+
+def _hinted(text: str) -> bool:
+    lowered = text.lower()
+    if len(lowered) < SHORT:
+        return _HINT.search(lowered) is not None
+    return any(word in lowered for word in _HINTS)
 
 
 def holds_credential(name: str) -> bool:
@@ -141,7 +154,7 @@ def masked_text(text: str, credentials: Iterable[str] = ()) -> str:
     for credential in credentials:
         if credential in text:
             text = text.replace(credential, HIDDEN)
-    if not _HINT.search(text):
+    if not _hinted(text):
         return text
     text = _TOKEN.sub(HIDDEN, text)
     text = _SCHEME.sub(_scheme, text)
@@ -222,10 +235,17 @@ def headers(found: Mapping[str, str], credentials: Iterable[str] = ()) -> dict[s
     return shown
 
 
+def might_hold_text(text: str, credentials: Iterable[str] = ()) -> bool:
+    """Whether a text may hold something the rules hide, or one of `credentials`: when not,
+    `masked_text` would give it back as it is."""
+    return any(credential in text for credential in credentials) or _hinted(text)
+
+
 def might_hold(raw: bytes) -> bool:
     """Whether a body of these bytes may hold something the rules hide (the caller's own
     credentials aside): when not, it is kept as it came, without being read."""
-    return bool(_HINT_BYTES.search(raw))
+    lowered = raw.lower()
+    return any(word in lowered for word in _HINT_BYTES)
 
 
 def hidden_values(value: Any, name: str = "") -> set[str]:

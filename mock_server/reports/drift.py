@@ -40,7 +40,7 @@ from mock_server.contract.validation import (
 from mock_server.core import errors
 from mock_server.core.masking import last_word, masked, masked_text
 from mock_server.reports.report import percent, rule_names
-from mock_server.services.journal import Entry, masked_body, read_body
+from mock_server.services.journal import Entry, mask_body, read_body
 
 # The kinds of difference, as the report names them.
 STATUS = "status"  # a status the operation does not document
@@ -131,7 +131,7 @@ class Exchange(Entry):
     def mask(self) -> tuple[str, ...]:
         """As an entry's, and the target's answer and what the checks quote of it too."""
         credentials = super().mask()
-        self.response_body = masked_body(self.response_body, credentials)
+        self.response_body = mask_body(self.response_body, credentials)
         self.request_problems = masked(self.request_problems, "", credentials)
         self.differences = [d.masked(credentials) for d in self.differences]
         return credentials

@@ -84,11 +84,11 @@ def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) 
         "message": _text(entry.message),
         "request": {
             "headers": _headers(entry.headers),
-            "body": body(entry.raw_body, _sent_size(entry)),
+            "body": body(entry.shown_body, _sent_size(entry)),
         },
         "response": {
             "headers": _headers(entry.response_headers),
-            "body": body(entry.raw_response, entry.response_bytes),
+            "body": body(entry.shown_response, entry.response_bytes),
         },
         "broken": [
             {
