@@ -452,7 +452,7 @@ def _without(raw: bytes, credentials: tuple[str, ...]) -> bytes:
 
 
 def mask_body(raw: bytes, credentials: tuple[str, ...] = ()) -> bytes:
-    """A body as the journal keeps it: every credential in it hidden, as JSON where it is
+    """A body as the journal shows it: every credential in it hidden, as JSON where it is
     JSON (the masked value written again) and as text otherwise (a body cut at its limit, a
     form); the same bytes when it holds none."""
     if not raw:
