@@ -177,6 +177,27 @@ def test_nothing_below_the_http_side_imports_a_web_framework_or_server(name):
         assert sorted(m[1:] for m in imports(name) if m[1:] in WEB) == []
 
 
+def string_imports(source: str) -> list[str]:
+    """Imports a module's source makes by a string (`importlib.import_module("...")`,
+    `__import__("...")`): a dependency no reader of its imports sees."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            if name in ("__import__", "importlib.import_module", "import_module"):
+                found.append(ast.unparse(node))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=lambda n: n or "mock_server")
+def test_no_module_imports_by_a_string(name):
+    assert string_imports(MODULES[name].read_text()) == []
+
+
+def test_an_import_by_a_string_is_found():
+    assert string_imports("importlib.import_module(f'mock_server.{x}')") != []
+
+
 # -- private names of libraries: only behind a fence ---------------------------------------
 
 # Where a library's private parts may be reached, and whose; each place's docstring lists
