@@ -35,8 +35,8 @@ from mock_server.handlers import (
 from mock_server.handlers.operation import (
     DEFAULT_CALLER,
     KINDS,
-    Entry,
     Example,
+    OperationEntry,
     Request,
     declared,
     fill,
@@ -49,8 +49,8 @@ __all__ = [
     "DEFAULT_CALLER",
     "KINDS",
     "PLATFORM",
-    "Entry",
     "Example",
+    "OperationEntry",
     "Request",
     "conditions",
     "example",
@@ -85,10 +85,10 @@ def generic_conditions(operation: contract.Operation) -> dict[int, type[Platform
     return {status: cls for status, cls in found.items() if status in operation.statuses}
 
 
-def _gathered() -> tuple[dict[str, Entry], dict[str, Entry]]:
+def _gathered() -> tuple[dict[str, OperationEntry], dict[str, OperationEntry]]:
     operations = contract.operations()
-    platform: dict[str, Entry] = {}
-    admin_api: dict[str, Entry] = {}
+    platform: dict[str, OperationEntry] = {}
+    admin_api: dict[str, OperationEntry] = {}
     for module in HANDLER_MODULES:
         for operation_id, entry in declared(module).items():
             assert operation_id not in platform and operation_id not in admin_api, operation_id
@@ -109,7 +109,7 @@ def _gathered() -> tuple[dict[str, Entry], dict[str, Entry]]:
 
 
 PLATFORM, ADMIN = _gathered()
-CATALOG: dict[str, Entry] = {**PLATFORM, **ADMIN}
+CATALOG: dict[str, OperationEntry] = {**PLATFORM, **ADMIN}
 
 
 def conditions() -> dict[str, dict[int, type[PlatformError]]]:
