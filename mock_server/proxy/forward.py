@@ -49,6 +49,7 @@ from mock_server.contract.validation import (
     without_null_optionals,
 )
 from mock_server.core import errors
+from mock_server.core.media import is_json, media_type
 from mock_server.core.redact import masked, masked_text
 from mock_server.http.middleware import KEPT_HEADERS
 from mock_server.http.server import Threaded
@@ -60,7 +61,6 @@ from mock_server.reports.drift import (
     DriftReport,
     ProxiedExchange,
     check,
-    media_type,
 )
 from mock_server.services.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
 
@@ -185,7 +185,7 @@ class RequestCheck:
                 else []
             )
         media = media_type(headers.get("content-type", ""))
-        if media != "application/json" and not media.endswith("+json"):
+        if not is_json(media):
             said = f"is {media or 'missing'}; the operation takes application/json"
             return [{"location": "header", "field": "content-type", "message": said}]
         try:
@@ -490,7 +490,7 @@ async def _first(response: httpx.Response) -> tuple[bytes, Any]:
 def _parsed(content_type: str, body: bytes) -> Any:
     """A JSON body parsed (strictly), else None."""
     media = media_type(content_type)
-    if not body or not (media == "application/json" or media.endswith("+json")):
+    if not body or not is_json(media):
         return None
     try:
         return read_json(body.decode("utf-8"))

@@ -38,6 +38,7 @@ from mock_server.contract.validation import (
     stream_violations,
 )
 from mock_server.core import errors
+from mock_server.core.media import media_type
 from mock_server.core.redact import masked, masked_text
 from mock_server.reports.report import percent, rule_names
 from mock_server.services.journal import Entry, read_body
@@ -141,11 +142,6 @@ def error_codes() -> dict[int, frozenset[int]]:
     for cls in errors.error_classes():
         found.setdefault(cls.status, set()).add(cls.code)
     return {status: frozenset(codes) for status, codes in found.items()}
-
-
-def media_type(content_type: str) -> str:
-    """A Content-Type's media type, lower-cased, without its parameters."""
-    return content_type.split(";", 1)[0].strip().lower()
 
 
 def check(
