@@ -92,7 +92,7 @@ ARTIFACT_FOLDERS = ("artifacts", "models", "agent-skills")
 
 
 @dataclass(frozen=True)
-class Caller:
+class TokenClaims:
     """Who sent a request, from its token's claims: a subject's type, id and name (a user's
     e-mail), and the tenant the token names."""
 
@@ -158,7 +158,7 @@ class Recorder:
         body: Any,
         status: int,
         answer: Any,
-        caller: Caller | None,
+        caller: TokenClaims | None,
         credentials: tuple[str, ...] = (),
     ) -> None:
         """Learn from one answered request of the contract (only a 2xx shows anything);
@@ -261,7 +261,7 @@ def _differing(read: Any, document: dict[str, Any]) -> list[str]:
 # -- learning, per operation ---------------------------------------------------------------
 
 
-def _caller_seen(world: _World, caller: Caller) -> None:
+def _caller_seen(world: _World, caller: TokenClaims) -> None:
     _subject(world, caller.subject_type, caller.name, caller.subject_id)
     if caller.subject_type == "user" and world.first_user is None:
         world.first_user = caller.name
@@ -313,7 +313,7 @@ def _learn_session(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     user = answer["user"]
     _tenant(world, user.get("tenantName"))
@@ -340,7 +340,7 @@ def _learn_tenant(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     _tenant(world, answer["tenantName"])
 
@@ -392,7 +392,7 @@ def _learn_role_bindings(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     asked_subject = (query.get("subjectType"), query.get("subjectId"))
     asked_resource = (query.get("resourceType"), query.get("resourceId"))
@@ -435,7 +435,7 @@ def _learn_job_runs(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     job = _application(world, params["jobId"])
     job.type = "job"
@@ -506,7 +506,7 @@ def _learn_secret_deployments(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     referenced: list[set[str]] = []
     for deployment in answer["data"]:
@@ -552,7 +552,7 @@ def _learn_model_response(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     if isinstance(answer, dict) and answer.get("object") == "response":
         world.responses[answer["id"]] = answer
@@ -564,7 +564,7 @@ def _learn_token(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     record = answer["data"]  # never answer["token"]: its value stays out of the world
     owner = _subject_reference(world, record.get("createdBySubject"))
@@ -586,7 +586,7 @@ def _learn_stage(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     manifest = body["manifest"]
     root = str(answer.get("storage_root", "")).rstrip("/").split("/")
@@ -612,7 +612,7 @@ def _learn_tags(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     version = world.versions.get(body["artifact_version_id"])
     if version is None:
@@ -630,7 +630,7 @@ def _learn_stage_failure(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     version = world.versions.get(body["id"])
     if version is not None:
@@ -643,7 +643,7 @@ def _learn_deleted_group(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     for name, group in list(world.groups.items()):
         if group.get("id") == params["id"]:
