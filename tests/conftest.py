@@ -168,6 +168,7 @@ SHARED_SETUP_FIRST = (
     "test_run_ci.py",
     "test_drift_command.py",
     "test_drift.py",
+    "test_hostile_texts.py",
     "test_recording.py",
     "test_live_view_browser.py",
 )

@@ -20,6 +20,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_play
 
 from mock_server import MockConfig, PlatformMock
 from mock_server.cli.watch import FixtureWatcher
+from mock_server.core.masking import HIDDEN
 from mock_server.http.server import BackgroundServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -257,7 +258,7 @@ def test_a_token_in_a_response_is_hidden(view, api):
 
     body = view.page.locator("#detail pre").nth(1)
 
-    expect(body).to_contain_text("hidden, ")
+    expect(body).to_contain_text(HIDDEN)
     assert token not in view.page.content()
 
 

@@ -17,11 +17,12 @@ import httpx
 import pytest
 import yaml
 
+from mock_server.core import escape
 from mock_server.handlers import catalog
 from mock_server.http.mock import MockConfig, PlatformMock
 from mock_server.http.server import BackgroundServer
 from mock_server.proxy.forward import BackgroundProxy, Proxy
-from mock_server.proxy.recording import LEARNERS, Recorder
+from mock_server.proxy.recording import LEARNERS, Recorder, RecordingRefused
 from mock_server.pytest_plugin import ssl_context
 from tests.conftest import CONTROL_PLANE
 
@@ -269,3 +270,59 @@ def test_the_recording_learns_from_every_operation_its_entry_says_is_recorded():
     answer shows nothing of the world (`recorded=False`): never silently left out."""
     recorded = {operation for operation, entry in catalog.PLATFORM.items() if entry.recorded}
     assert recorded == set(LEARNERS)
+
+
+# -- what a recording writes is what was meant ----------------------------------------------------
+
+INJECTED = "\nagents: [{name: injected}]"
+
+
+def _runs_of_a_job(job: str) -> Recorder:
+    """A recorder that saw the runs of a job named as no fixture can name it (left out, and
+    said so in a note that quotes its id and name)."""
+    recorder = Recorder()
+    run = {
+        "id": "r-1", "name": "r", "status": "RUNNING", "createdAt": 1700000000000,
+        "deploymentVersion": 1, "applicationName": job, "command": job,
+    }  # fmt: skip
+    recorder.observe(
+        "listJobRuns", path_params={"jobId": job}, query={}, body=None, status=200,
+        answer={"data": [run]}, caller=None,
+    )  # fmt: skip
+    return recorder
+
+
+@pytest.mark.parametrize(
+    "separator",
+    [
+        pytest.param("\u2028", id="line-separator"),
+        pytest.param("\u2029", id="paragraph-separator"),
+        pytest.param("\x85", id="next-line"),
+    ],
+)
+def test_a_note_quoting_a_separator_stays_a_comment(tmp_path, separator: str):
+    job = f"j{separator}{INJECTED.strip()}"
+    path = _runs_of_a_job(job).write(tmp_path / "world.yaml")
+    text = path.read_text()
+    assert "agents" not in yaml.safe_load(text)
+    assert all(line.startswith("#") for line in text.split("\n") if "injected" in line)
+    assert separator not in text
+
+
+@pytest.mark.parametrize(
+    ("job", "refused"),
+    [
+        pytest.param(f"j{INJECTED}", r"read back as YAML \(line 5\)", id="not-yaml"),
+        pytest.param("j\nother: x #", r"the world recorded \(sections other\)", id="other-yaml"),
+    ],
+)
+def test_a_recording_that_would_not_read_back_as_meant_is_refused(
+    tmp_path, monkeypatch, job: str, refused: str
+):
+    # As if a note were written unescaped: its line feed would start a line of YAML.
+    monkeypatch.setattr(escape, "text", lambda value: str(value))
+    target = tmp_path / "world.yaml"
+    target.write_text("kept: as it was\n")
+    with pytest.raises(RecordingRefused, match=refused):
+        _runs_of_a_job(job).write(target)
+    assert target.read_text() == "kept: as it was\n"

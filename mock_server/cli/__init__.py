@@ -18,7 +18,7 @@ import signal  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
-from mock_server.cli import options, proxying, supervision  # noqa: E402
+from mock_server.cli import options, proxying, supervision, watch  # noqa: E402
 from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_FORCED, refusal  # noqa: E402
 from mock_server.cli.running import run  # noqa: E402
 from mock_server.cli.serving import ForegroundServer, serve, world_counts  # noqa: E402
@@ -71,7 +71,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return serve(args)
         return run(args, command) if args.command == "run" else token(args)
     except FixtureError as exc:
-        print(f"platform-mock: invalid fixtures:\n{exc}", file=sys.stderr)
+        shown = "\n".join(watch.said(exc))  # what the files hold, and their names
+        print(f"platform-mock: invalid fixtures:\n{shown}", file=sys.stderr)
         return EXIT_BAD_FIXTURES
     except KeyboardInterrupt:  # Ctrl-C while loading fixtures or writing the report
         return EXIT_FORCED + signal.SIGINT

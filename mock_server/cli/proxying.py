@@ -33,7 +33,7 @@ from mock_server.http import request_log
 from mock_server.http.server import bind
 from mock_server.proxy import drift_check
 from mock_server.proxy.forward import DEFAULT_TIMEOUT, Proxy, log_line
-from mock_server.proxy.recording import Recorder
+from mock_server.proxy.recording import Recorder, RecordingRefused
 from mock_server.reports import drift, drift_files, report_files
 from mock_server.reports.drift import ProxiedExchange
 
@@ -332,7 +332,7 @@ def _finish(
     if recorder is not None:
         try:
             path = recorder.write(args.record)
-        except OSError as exc:
+        except (OSError, RecordingRefused) as exc:
             print(f"platform-mock: cannot write the recording: {exc}", file=sys.stderr)
             status = EXIT_USAGE
         else:

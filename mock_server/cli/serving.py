@@ -26,6 +26,7 @@ from mock_server.cli.options import (
     is_loopback,
 )
 from mock_server.cli.watch import FixtureWatcher
+from mock_server.core import escape, masking
 from mock_server.core.coordinates import base_url
 from mock_server.core.version import __version__
 from mock_server.http import request_log
@@ -160,7 +161,8 @@ def banner(
     if args.cors:
         lines.append(f"  CORS origins:  {', '.join(args.cors)}")
     if getattr(args, "watch", False):
-        lines.append(f"  watching:      {', '.join(args.fixtures)} (an edit reloads the world)")
+        watched = ", ".join(map(_file_name, args.fixtures))
+        lines.append(f"  watching:      {watched} (an edit reloads the world)")
     if args.command == "run":
         # A CI log is read by more people than the run's command: the tokens stay in the
         # command's environment.
@@ -180,10 +182,15 @@ def banner(
         )
 
 
+def _file_name(name: str) -> str:
+    # Not the mock's to trust: whoever made the file named it.
+    return escape.text(masking.masked_text(name))
+
+
 def _fixture_files(args: argparse.Namespace) -> str:
     """The fixture files of the world, in the order they are loaded."""
     files = [] if args.no_default_fixtures else ["the bundled defaults"]
-    files += args.fixtures
+    files += map(_file_name, args.fixtures)
     return ", ".join(files) or "none (an empty world)"
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from watchfiles import watch
 
-from mock_server.core import escape
+from mock_server.core import escape, masking
 from mock_server.fixtures import loader as fixtures
 from mock_server.view import browse
 
@@ -31,26 +31,37 @@ if TYPE_CHECKING:
 
 DEBOUNCE_MS = 200  # an editor's save is several file events: one reload for all of them
 # A fixture error's line: `file:line: field: message`, the line and the field when known.
-_PROBLEM = re.compile(r"^(?P<file>.+?)(?::(?P<line>[0-9]+))?: (?P<rest>.*)$")
+# A file's name may hold `: ` itself: a line number, where there is one, ends it.
+_PROBLEM = re.compile(
+    r"^(?P<file>.+?):(?P<line>[0-9]+): (?P<rest>.*)$|^(?P<unnumbered>.+?): (?P<said>.*)$"
+)
 _FIELD = re.compile(r"^(?P<field>[A-Za-z0-9_$.\[\]-]+|\(document\)): (?P<message>.*)$")
+
+
+def said(error: fixtures.FixtureError) -> list[str]:
+    """A fixture error's lines as a terminal is shown them: each problem's credentials hidden
+    (`masking.masked`: a credential's field quoted in a message too), then escaped."""
+    return [escape.text(_line(masking.masked(problem))) for problem in problems(error)]
 
 
 def problems(error: fixtures.FixtureError) -> list[dict[str, Any]]:
     """A fixture error as one record per problem: its file, line (None if not known), field
     ("" if none) and message."""
     found: list[dict[str, Any]] = []
-    for line in str(error).splitlines():
+    for line in str(error).split("\n"):  # its own lines: a name or a value holds no other
         match = _PROBLEM.match(line)
         if match is None:  # "... and N more problem(s)"
             found.append({"file": "", "line": None, "field": "", "message": line})
             continue
-        rest = _FIELD.match(match["rest"])
+        numbered = match["line"] is not None
+        text = match["rest"] if numbered else match["said"]
+        rest = _FIELD.match(text)
         found.append(
             {
-                "file": match["file"],
+                "file": match["file"] if numbered else match["unnumbered"],
                 "line": int(match["line"]) if match["line"] else None,
                 "field": rest["field"] if rest else "",
-                "message": rest["message"] if rest else match["rest"],
+                "message": rest["message"] if rest else text,
             }
         )
     return found
@@ -109,6 +120,8 @@ class FixtureWatcher:
         """Read every fixture file again and, if the world they make can be built, put it in
         place of the running one; what happened, as the live view's `reload` event."""
         config = self.mock.config
+        # Names the mock did not choose.
+        changed = [escape.text(masking.masked_text(name)) for name in changed]
         outcome: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "files": changed,
@@ -130,7 +143,7 @@ class FixtureWatcher:
             # Shown as the view shows any text it did not write.
             shown = [
                 {k: escape.text(v) if isinstance(v, str) else v for k, v in problem.items()}
-                for problem in found
+                for problem in masking.masked(found)
             ]
             outcome.update(reloaded=False, errors=shown)
             self._complain(
@@ -138,7 +151,7 @@ class FixtureWatcher:
                     [
                         f"platform-mock: the edit of {', '.join(changed)} was not loaded; "
                         "the world is as it was:",
-                        *(escape.text(_line(problem)) for problem in found),
+                        *(escape.text(_line(p)) for p in masking.masked(found)),
                     ]
                 )
             )

@@ -1,71 +1,269 @@
-"""What the live view hides of what it shows: credentials and secret values.
+"""The one masking rule: what of a credential leaves the process (nothing but `<hidden>`).
 
-A browser tab is shown on a shared screen, in a screenshot, in a recorded demo. The journal
-keeps what a request and its answer carried (a personal access token is the body of its
-get-or-create; a client may send a token in a body by mistake), and the world keeps the
-values of its secrets. The view shows where such a value is, its first characters and its
-length, never the value: every JSON Web Token in any text, the value of a field or header
-whose name says it holds a credential, and every secret value of the world.
+A journal entry is shown in a browser tab on a shared screen, a log line in a CI job's
+public log, a report and a recording are files meant to be committed. Each of them is made
+from what clients sent, what a target answered or what the world holds, and any of those may
+carry a credential: the caller's own token (sent as a header, and again by mistake in a
+query, a path or a body, or echoed by a target in an error), a personal access token in the
+answer that made it, an API key or a password in a manifest's environment. So every such
+value goes through this module before it is kept or shown, and what it hides is replaced by
+`HIDDEN`, whole: neither its first characters nor its length.
+
+What is hidden:
+
+- in any text: anything shaped like a JSON Web Token (signed or not); an opaque platform API
+  key (`tfy_...`) and the keys of well-known services by their prefix (GitHub's `ghp_...`,
+  OpenAI's `sk-...`, Hugging Face's `hf_...`, AWS access key ids, Slack's `xox.-...`, GitLab's
+  `glpat-...`); the credential of an authorization scheme (`Bearer ...`, `Basic ...`); the
+  value of a credential-named field written as `name=value` or `name: value` (a query string's
+  `?access_token=...`, a YAML or JSON text cut short);
+- in a JSON value, besides: the value of every field whose name says it holds a credential
+  (`token`, `password`, `apiKey`, `clientSecret`, `HF_TOKEN`, `OPENAI_API_KEY`, `DB_PASSWORD`,
+  `authorization`, `cookie`, ...: by its last word, in any case, snake, kebab or camel), the
+  `value` of an item whose `name` or `key` is such a name (`env: [{name: DB_PASSWORD, value:
+  ...}]`), and the `value` (or `values`) of each item of a list of secrets (`secrets`,
+  `build_secrets`);
+- everywhere: the values given as `credentials` (the caller's own, read from its request's
+  headers by `credentials_of`), wherever they appear, whatever their shape.
+
+Kept: a `platform-secret://` reference, which names a secret without holding it; names that
+only mention a credential (`token_type`, `tokenId`, `max_tokens`); an empty value; and
+`HIDDEN` itself, so that masking twice changes nothing.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-# Three base64url parts, the first two JSON objects (`{"` is `eyJ` in base64).
-_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{2,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*")
-# Field and header names, lower case without `-` and `_`, that hold a credential.
-_CREDENTIAL_NAMES = frozenset(
-    {
-        "token",
-        "accesstoken",
-        "refreshtoken",
-        "idtoken",
-        "apikey",
-        "xapikey",
-        "password",
-        "secret",
-        "clientsecret",
-        "authorization",
-        "proxyauthorization",
-        "cookie",
-        "setcookie",
-    }
+HIDDEN = "<hidden>"
+SECRET_REFERENCE = "platform-secret://"
+# A value given to hide wherever it appears must be long enough not to be a common word.
+MIN_CREDENTIAL = 8
+
+# The last word of a field name that says its value is a credential: the whole name, or its
+# last word after `_`, `-`, `.` or a lower-case letter (`HF_TOKEN`, `x-api-key`, `apiKey`,
+# `clientSecret`); `token_type`, `tokenId` or `max_tokens` name no credential.
+_CREDENTIAL_WORD = (
+    r"(?:token|secret|password|passwd|passphrase|api[_-]?key|apikey|access[_-]?key|"
+    r"secret[_-]?key|private[_-]?key|signing[_-]?key|credentials?|authorization|cookie)"
 )
-SHOWN = 6  # characters of a hidden value that are shown
+_CREDENTIAL_NAME = re.compile(rf"(?:^|[_.-]|(?<=[a-z])){_CREDENTIAL_WORD}$", re.IGNORECASE)
+# Lists whose items each hold a secret in `value`.
+_SECRET_LISTS = frozenset({"secrets", "build_secrets", "buildSecrets"})
+
+# Credentials known by their shape: a JWT (its header is a JSON object, `{"` is `eyJ`), a
+# JWE or JWS of any number of parts, and keys known by their prefix.
+_TOKEN = re.compile(
+    r"eyJ[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*){2,4}"
+    r"|\btfy_[A-Za-z0-9_-]+"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bsk-[A-Za-z0-9_-]{20,}"
+    r"|\bhf_[A-Za-z0-9]{20,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|\bglpat-[A-Za-z0-9_-]{20,}"
+)
+# The credential of an authorization scheme, as a header value or a text quoting one.
+_SCHEME = re.compile(r"\b(Bearer|Basic)(\s+)([A-Za-z0-9._~+/-]{8,}=*)", re.IGNORECASE)
+# A credential-named field's value in a text: `name=value` anywhere (a query string's
+# `?access_token=...`, a form, an environment), `"name": value` (JSON or a dict's text, cut
+# short or not JSON at all), `name: value` opening a line (YAML, a header) or what an
+# escaped text shows as a line (after `\n`, `\x0a`, `\u2028`), and anywhere for a name
+# that is no word of prose (`DB_PASSWORD: ...`, `password: ...`); not `no token: send one`.
+_ASSIGNMENT = re.compile(
+    r"""(?P<lead>(?:^|\\(?:[nr]|x0[ad]|x85|u202[89]))[ \t]*(?:-[ \t]+)?|["'])?"""
+    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)"""
+    r"""(?P<between>["']?[ \t]*[:=][ \t]*)"""
+    r"""(?P<scheme>(?:[Bb]earer|[Bb]asic)[ \t]+)?"""
+    r"""(?P<value><hidden>|\[[^\]\n]*\]?|"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|[^\s&;,"'<>(){}\[\]]+)""",
+    re.MULTILINE,
+)
+# A name written as a field is named, not as a word of prose (`DB_PASSWORD`, `apiKey`,
+# `X-Api-Key`): its value after a `:` is hidden anywhere in a line; so is a password's.
+_IDENTIFIER = re.compile(r"[_.-]|[a-z][A-Z]|^[A-Z0-9]+$")
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase"})
+# What a schema's message about a value begins with: the value, then what is wrong with it
+# (`'x' is too short`, `['x'] is not of type 'string'`).
+_QUOTED_FIRST = re.compile(r"^\S.*?(?= (?:is|does|was|has|should|must|expected)\b)", re.DOTALL)
+# What any of the rules above needs in a text (lower-cased): a text holding none is left as
+# it is. A long text is scanned once per word: a regex of them all, ignoring case, costs
+# 50 times more on 16 KiB.
+_HINTS = (
+    "eyj", "tfy_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "hf_", "akia",
+    "asia", "xox", "glpat-", "bearer", "basic", "token", "secret", "passw", "passphrase", "key",
+    "credential", "authorization", "cookie",
+)  # fmt: skip
+_HINT_BYTES = tuple(word.encode() for word in _HINTS)
 
 
-def hidden(value: str) -> str:
-    """A credential as the view shows it: its first characters and its length."""
-    return f"{value[:SHOWN]}… (hidden, {len(value)} characters)"
+_HINT = re.compile("|".join(map(re.escape, _HINTS)))
+SHORT = 256  # characters of a text under which one regex beats a scan per word
+
+
+def _hinted(text: str) -> bool:
+    lowered = text.lower()
+    if len(lowered) < SHORT:
+        return _HINT.search(lowered) is not None
+    return any(word in lowered for word in _HINTS)
 
 
 def holds_credential(name: str) -> bool:
-    """Whether a field or header of this name holds a credential."""
-    return name.lower().replace("-", "").replace("_", "") in _CREDENTIAL_NAMES
+    """Whether a field, header or parameter of this name holds a credential."""
+    return bool(_CREDENTIAL_NAME.search(name))
 
 
-def text(value: str) -> str:
-    """A text with every JSON Web Token in it hidden."""
-    return _JWT.sub(lambda found: hidden(found.group()), value)
+def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The caller's own credentials in its request's headers (lower-case names), to hide
+    wherever they appear: the credential of an authorization scheme (`Bearer VALUE`), or a
+    credential header's whole value; none shorter than MIN_CREDENTIAL (it could be a word)."""
+    found: list[str] = []
+    for name in ("authorization", "proxy-authorization", "x-api-key", "api-key"):
+        value = headers.get(name, "").strip()
+        scheme, _, credential = value.partition(" ")
+        credential = credential.strip() if scheme.lower() in ("bearer", "basic") else value
+        if len(credential) >= MIN_CREDENTIAL:
+            found.append(credential)
+    return tuple(dict.fromkeys(found))
 
 
-def masked(value: Any, name: str = "") -> Any:
-    """A JSON value with its credentials hidden: the string value of a field whose name
-    says it holds one, and every JSON Web Token in any string (keys kept as they are)."""
+def _assigned(found: re.Match[str]) -> str:
+    lead, name, between = found["lead"] or "", found["name"], found["between"]
+    before, value = f"{lead}{name}{between}{found['scheme'] or ''}", found["value"]
+    bare = value.strip("\"'")
+    if "=" not in between:
+        quoted = lead in ('"', "'") and between.startswith(lead)
+        opening = found["lead"] is not None and lead not in ('"', "'")
+        # A name of a field in prose (`query access_token: is not a parameter`) is followed
+        # by words, not by a value.
+        named = _IDENTIFIER.search(name) or name.lower() in _PASSWORD_WORDS
+        named = named and not (value.isalpha() and value.islower())
+        if not (quoted or opening or named) or value.startswith("//"):  # prose, a URL
+            return before + _ASSIGNMENT.sub(_assigned, value)
+    if not holds_credential(name) or bare in ("", HIDDEN):
+        # What the value says may name a credential in its turn (`"note": "token=..."`).
+        return before + _ASSIGNMENT.sub(_assigned, value)
+    quote = value[0] if value[0] in "\"'" else ""
+    closing = quote if len(value) > 1 and value.endswith(quote) else ""
+    return f"{before}{quote}{HIDDEN}{closing}"
+
+
+def masked_text(text: str, credentials: Iterable[str] = ()) -> str:
+    """A text with every credential in it hidden (see the module)."""
+    for credential in credentials:
+        if credential in text:
+            text = text.replace(credential, HIDDEN)
+    if not _hinted(text):
+        return text
+    text = _TOKEN.sub(HIDDEN, text)
+    text = _SCHEME.sub(_scheme, text)
+    return _ASSIGNMENT.sub(_assigned, text)
+
+
+def _scheme(found: re.Match[str]) -> str:
+    # `Bearer <hidden>` once hidden: the scheme and its spacing kept. A word of lower-case
+    # letters after a scheme's name is prose (`basic authentication`), not a credential.
+    if found[3].isalpha() and found[3].islower():
+        return found.group()
+    return f"{found[1]}{found[2]}{HIDDEN}"
+
+
+def masked(value: Any, name: str = "", credentials: Iterable[str] = ()) -> Any:
+    """A JSON value with every credential in it hidden (see the module); `name` is the field
+    that holds it. The value given is not changed."""
+    return _masked(value, name, tuple(credentials))
+
+
+def _masked(value: Any, name: str, credentials: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        return hidden(value) if name and holds_credential(name) else text(value)
-    if isinstance(value, list):
-        return [masked(item, name) for item in value]
+        if value and name and holds_credential(name) and not _kept(value):
+            return HIDDEN
+        return masked_text(value, credentials)
     if isinstance(value, dict):
-        return {key: masked(item, str(key)) for key, item in value.items()}
+        return _masked_object(value, credentials)
+    if isinstance(value, list):
+        if name in _SECRET_LISTS:
+            return [_secret_item(item, credentials) for item in value]
+        return [_masked(item, name, credentials) for item in value]
+    if isinstance(value, int | float) and not isinstance(value, bool) and holds_credential(name):
+        return HIDDEN  # a PIN or a numeric key is a credential too
     return value
 
 
-def headers(found: dict[str, str]) -> dict[str, str]:
+def _kept(value: str) -> bool:
+    return value == HIDDEN or value.startswith(SECRET_REFERENCE)
+
+
+def _masked_object(value: dict[Any, Any], credentials: tuple[str, ...]) -> dict[Any, Any]:
+    # `{name: DB_PASSWORD, value: ...}`: the item's name says what its value is.
+    named = value.get("name", value.get("key"))
+    secret_value = isinstance(named, str) and holds_credential(named)
+    shown: dict[Any, Any] = {}
+    for key, item in value.items():
+        field = "secret" if secret_value and key == "value" else str(key)
+        shown_key = masked_text(key, credentials) if isinstance(key, str) else key
+        shown[shown_key] = _masked(item, field, credentials)
+    # A problem found in a field (`{field: body.password, message: "'x' is too short"}`):
+    # the message quotes the value first, as a schema's messages do.
+    where, message = value.get("field"), shown.get("message")
+    if isinstance(where, str) and isinstance(message, str) and holds_credential(last_word(where)):
+        shown["message"] = _QUOTED_FIRST.sub(HIDDEN, message, count=1)
+    return shown
+
+
+def last_word(path: str) -> str:
+    """The name a field path ends with (`api_key` of `metadata.api_key`, `token` of
+    `data[0].token`)."""
+    words = [word for word in re.split(r"[.\[\]/]", path) if word and not word.isdigit()]
+    return words[-1] if words else ""
+
+
+def _secret_item(item: Any, credentials: tuple[str, ...]) -> Any:
+    if not isinstance(item, dict):
+        return _masked(item, "", credentials)
+    shown = _masked_object(item, credentials)
+    for key in ("value", "values"):  # a secret's value, or a fixture's list of its versions
+        if key in item:
+            shown[key] = _masked(item[key], "secret", ())
+    return shown
+
+
+def headers(found: Mapping[str, str], credentials: Iterable[str] = ()) -> dict[str, str]:
     """Headers with the value of each that carries a credential hidden."""
-    return {
-        name: hidden(value) if holds_credential(name) else text(value)
-        for name, value in found.items()
-    }
+    shown: dict[str, str] = masked(dict(found), "", credentials)
+    return shown
+
+
+def might_hold_text(text: str, credentials: Iterable[str] = ()) -> bool:
+    """Whether a text may hold something the rules hide, or one of `credentials`: when not,
+    `masked_text` would give it back as it is."""
+    return any(credential in text for credential in credentials) or _hinted(text)
+
+
+def might_hold(raw: bytes) -> bool:
+    """Whether a body of these bytes may hold something the rules hide (the caller's own
+    credentials aside): when not, it is kept as it came, without being read."""
+    lowered = raw.lower()
+    return any(word in lowered for word in _HINT_BYTES)
+
+
+def hidden_values(value: Any, name: str = "") -> set[str]:
+    """The values of a JSON value that `masked` hides by their field's name, long enough to
+    be hidden wherever else they appear (an answer echoing a password it was sent)."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        if len(value) >= MIN_CREDENTIAL and holds_credential(name) and not _kept(value):
+            found.add(value)
+    elif isinstance(value, dict):
+        named = value.get("name", value.get("key"))
+        secret_value = isinstance(named, str) and holds_credential(named)
+        for key, item in value.items():
+            found |= hidden_values(item, "secret" if secret_value and key == "value" else str(key))
+    elif isinstance(value, list):
+        for item in value:
+            if name in _SECRET_LISTS and isinstance(item, dict):
+                found |= hidden_values(item.get("value"), "secret")
+                found |= hidden_values(item.get("values"), "secret")
+            found |= hidden_values(item, name)
+    return found

@@ -176,8 +176,13 @@ def _has_words(entry: Entry, words: list[str]) -> bool:
         )
         if part is not None
     )
-    text = f"{text} {entry.raw_body.decode('utf-8', 'replace')}".lower()
-    return all(word in text for word in words)
+    sent = f"{text} {entry.raw_body.decode('utf-8', 'replace')}".lower()
+    if not all(word in sent for word in words):
+        return False
+    # Then in what is shown of the body (read only now: a search must not find a request by
+    # a credential its page hides).
+    shown = f"{text} {entry.shown_body.decode('utf-8', 'replace')}".lower()
+    return all(word in shown for word in words)
 
 
 @operation("adminGetRequest")

@@ -53,7 +53,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import invalid_request
-from mock_server.core import errors
+from mock_server.core import errors, escape
 from mock_server.core.coordinates import base_url, reached_url
 from mock_server.handlers import catalog
 from mock_server.handlers.context import Answer, Call, Mock, serving
@@ -268,11 +268,16 @@ class PlannedView:
     request validation parsed, under its own argument names (`sortBy` as `sort_by`, `id` as
     `id_`), converted once here, with the request's `Call` set (`handlers.context`), and its
     result answered as compact JSON (or, for an `Answer`, as it is: the gateway's
-    server-sent events)."""
+    server-sent events). The admin API's JSON is inert as text (`escape.json_bytes`): what
+    it quotes of clients, targets and fixture files reads back the same, and a CI step that
+    prints it prints nothing a terminal or CI acts on."""
 
-    def __init__(self, operation_id: str, handler: Callable[..., Any], mock: Mock):
+    def __init__(
+        self, operation_id: str, handler: Callable[..., Any], mock: Mock, *, admin: bool = False
+    ):
         self.operation_id = operation_id
         self.handler = handler
+        self.dumps: Callable[[Any], bytes] = escape.json_bytes if admin else orjson.dumps
         self.mock = mock
         self.accepted = frozenset(inspect.signature(handler).parameters)
         self.names: dict[str, str | None] = {}
@@ -309,20 +314,20 @@ class PlannedView:
         if isinstance(result, Answer):  # a body of another media type, made whole
             return flask.Response(result.body, mimetype=result.media_type, headers=result.headers)
         body, status = result if isinstance(result, tuple) else (result, 200)
-        return flask.Response(
-            orjson.dumps(body) + b"\n", status=status, mimetype="application/json"
-        )
+        return flask.Response(self.dumps(body) + b"\n", status=status, mimetype="application/json")
 
 
 def plan_views(flask_app: flask.Flask, mock: Mock) -> dict[str, Any]:
     """Puts a PlannedView in place of each operation's Connexion view; returns each
     operation's Flask rule, by operationId."""
     rules: dict[str, Any] = {}
+    admin = contract.admin_operations()
     for rule in flask_app.url_map.iter_rules():
         view = flask_app.view_functions.get(rule.endpoint)
         if isinstance(view, FlaskOperation):
             operation_id = view.operation_id
-            planned = PlannedView(operation_id, catalog.handler(operation_id), mock)
+            handler = catalog.handler(operation_id)
+            planned = PlannedView(operation_id, handler, mock, admin=operation_id in admin)
             flask_app.view_functions[rule.endpoint] = planned
             rules[operation_id] = rule
     return rules

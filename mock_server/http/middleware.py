@@ -17,7 +17,7 @@ from starlette.datastructures import Headers
 from starlette.routing import Mount, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mock_server.core import errors
+from mock_server.core import errors, masking
 from mock_server.http.request_log import UNAUTHENTICATED, caller_of, log_entry
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
@@ -91,6 +91,7 @@ async def journaled(
             response_headers=response_headers,
             raw_response=bytes(response),
             response_bytes=response_bytes,
+            credentials=masking.credentials_of(headers),
         )
         journal.record(entry)
         log_entry(entry, scope)

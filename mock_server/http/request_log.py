@@ -1,9 +1,11 @@
 """The request log: one line per request, saying what was called, by whom and why it failed.
 
 Each request to the platform's API (the control plane or the gateway) is logged at INFO on
-the logger `platform_mock.requests`, once its journal entry is recorded: time, method,
-path, status, operationId, duration and caller; for an error its code and each violation,
-and the fault rule that answered, if one did. Other requests (the admin API, the docs) are
+the logger `platform_mock.requests`, once its journal entry is recorded, from that entry
+(whose credentials the journal has hidden): time, method, path, status, operationId,
+duration and caller; for an error its code and each violation, and the fault rule that
+answered, if one did. What a client chose is escaped by the one rule (`escape.text`, and
+`escape.json_text` for JSON lines). Other requests (the admin API, the docs) are
 logged at DEBUG. Nothing is formatted unless a handler would take the record: a mock with
 no handler configured (the pytest plugin, `BackgroundServer`) pays one level check per
 request. `configure` sets up the handler the command uses, as text (coloured on a
@@ -32,7 +34,7 @@ from typing import IO, Any, cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mock_server.core import escape
+from mock_server.core import escape, masking
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
 from mock_server.services.journal import Entry
@@ -150,7 +152,7 @@ async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> An
             RequestLine(
                 method=scope["method"],
                 path=scope["path"],
-                query=scope.get("query_string", b"").decode("latin-1"),
+                query=masking.masked_text(scope.get("query_string", b"").decode("latin-1")),
                 status=status,
                 operation_id=operation_id(scope),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),

@@ -14,9 +14,10 @@ target that does not answer in time, or at all, is answered 504 (code 50401) or 
 
 Credentials are forwarded and forgotten: the journal keeps none of a request's headers but
 a few harmless ones (`mock_server.http.middleware.KEPT_HEADERS`), every body and message it
-keeps is masked (`mock_server.core.redact`), and the recorder is given the token's claims (who
-the caller is, of which tenant), read without checking the signature as the platform's own
-clients read them, never the token.
+keeps is masked (`mock_server.core.masking`, the caller's own credential included), and the
+recorder is given the token's claims (who the caller is, of which tenant), read without
+checking the signature as the platform's own clients read them, and the credential only to
+hide it.
 
 Bounded: a request body over MAX_REQUEST_BODY is refused (413) without being forwarded; an
 answer over MAX_CHECKED_BODY is passed on as it streams, unchecked; the journal keeps to its
@@ -48,9 +49,9 @@ from mock_server.contract.validation import (
     violations,
     without_null_optionals,
 )
-from mock_server.core import errors
+from mock_server.core import errors, masking
+from mock_server.core.masking import masked, masked_text
 from mock_server.core.media import is_json, media_type
-from mock_server.core.redact import masked, masked_text
 from mock_server.http.middleware import KEPT_HEADERS
 from mock_server.http.server import Threaded
 from mock_server.http.validators import ParameterValidator, RepeatedKeysURIParser
@@ -408,6 +409,7 @@ class Proxy:
                 status=response.status_code,
                 answer=answer,
                 caller=caller_of(request_headers.get("authorization")),
+                credentials=masking.credentials_of(request_headers),
             )
         headers = _passed_back(response)
         # A HEAD's length is its GET's, as the target said it.
@@ -454,6 +456,7 @@ class Proxy:
             status=None,
             test=self.journal.label,
             expected=self.journal.expecting,
+            credentials=masking.credentials_of(headers),
         )
 
     def _record(self, exchange: ProxiedExchange, status: int | None, started: float) -> None:

@@ -22,13 +22,23 @@ of its token). Each operation shows part of the world, kept by id:
 
 Ids are kept, so the recorded requests find the same records in the mock. What no answer
 shows but a fixture needs is filled in, and the document's header comment names each
-placeholder: a secret integration (`recorded:unknown`), a secret's value (`<redacted>`), a
+placeholder: a secret integration (`recorded:unknown`), a secret's value (`<hidden>`), a
 workspace and cluster for a job seen only through its runs, the manifests of deployment
 versions no answer showed (a copy of a version seen, or a minimal one for its kind). A
 successful request shows access, too: where no recorded grant gives the caller the access an
 answer proves (reading a job's runs, writing an ML repo), the least grant that does is added
 and named in the header. Credentials never enter the document: token values are not read,
-secret values are placeholders, and every manifest is masked (`mock_server.core.redact`).
+secret values are placeholders, every request body and answer is masked as it is observed
+(`mock_server.core.masking`, with the caller's own credential, which the recorder is given
+only to hide), and the document as a whole once more before it is written.
+
+The file is inert text, as every output of the mock: a string holding what the one escaping
+rule escapes (`mock_server.core.escape`: a line or paragraph separator, a control, a format
+character, a workflow command of GitHub or Azure) is written double-quoted, with YAML's own
+escapes for those characters, and each note of the header is escaped as a line of text; a
+note can never become a line of YAML. And what is written is what was meant: the text is
+read back and compared with the document before it replaces the file, and is refused
+(`RecordingRefused`) if they differ.
 
 The recorder is thread-safe and holds what it was shown, once per id: it grows with the world
 seen, not with the traffic.
@@ -50,7 +60,8 @@ from typing import Any
 
 import yaml
 
-from mock_server.core.redact import REDACTED, SECRET_REFERENCE, masked
+from mock_server.core import escape
+from mock_server.core.masking import HIDDEN, SECRET_REFERENCE, masked, masked_text
 from mock_server.state.entities import SUBJECT_TYPES
 from mock_server.state.identity import RESOURCE_TYPES
 from mock_server.state.jobs import ENDED
@@ -148,13 +159,16 @@ class Recorder:
         status: int,
         answer: Any,
         caller: TokenClaims | None,
+        credentials: tuple[str, ...] = (),
     ) -> None:
-        """Learn from one answered request of the contract (only a 2xx shows anything)."""
+        """Learn from one answered request of the contract (only a 2xx shows anything);
+        `credentials` are the caller's own, hidden wherever the body or answer holds them."""
         if not 200 <= status < 300:
             return
         learn = LEARNERS.get(operation_id)
         if learn is None:
             return
+        body, answer = masked(body, "", credentials), masked(answer, "", credentials)
         single = {key: values[0] for key, values in query.items() if len(values) == 1}
         with self._lock:
             world = self._world
@@ -172,18 +186,24 @@ class Recorder:
             return _Writer(copy.deepcopy(self._world)).document()
 
     def write(self, path: str | os.PathLike[str]) -> Path:
-        """Write the fixture document to a YAML file (whole, or not at all)."""
+        """Write the fixture document to a YAML file (whole, or not at all); RecordingRefused
+        if the text would not read back as the document."""
         document, notes = self.document()
-        header = [
-            "# A world recorded by platform-mock from a platform's answers; load it with",
-            "# `platform-mock serve --no-default-fixtures --fixtures FILE`.",
-        ]
-        if notes:
-            header.append("# Filled in where no answer showed it:")
-            header += [f"#   - {note}" for note in notes]
-        text = (
-            "\n".join(header) + "\n" + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
-        )
+        document = masked(document)
+        text = written(document, notes)
+        try:
+            read = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            raise RecordingRefused(
+                f"the recording would not read back as YAML{where}: nothing was written"
+            ) from None
+        if read != document:
+            raise RecordingRefused(
+                "the recording would not read back as the world recorded "
+                f"(sections {', '.join(_differing(read, document))}): nothing was written"
+            )
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(
@@ -192,6 +212,50 @@ class Recorder:
             out.write(text)
         os.replace(out.name, target)
         return target
+
+
+LINE_WIDTH = 1 << 30  # no string is folded over lines: each stays as one escaped line
+
+
+class RecordingRefused(Exception):
+    """A recording that would not read back as what was recorded: not written."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """YAML whose strings are plain, or quoted as YAML must; double-quoted wherever the one
+    escaping rule would escape something of them, so that YAML's escapes can stand for it."""
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if escape.text(value) != value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _string)
+
+
+def written(document: dict[str, Any], notes: list[str]) -> str:
+    """The text of a recording: its header, each note escaped and masked as a line of text,
+    then the document. Every line is escaped as a text (`escape.lines`): a character the
+    rule escapes can only be in a double-quoted string (`_Dumper`), where its visible escape
+    (`\\u2028`, `\\x5b`) is YAML's escape of the same character."""
+    header = [
+        "# A world recorded by platform-mock from a platform's answers; load it with",
+        "# `platform-mock serve --no-default-fixtures --fixtures FILE`.",
+    ]
+    if notes:
+        header.append("# Filled in where no answer showed it:")
+        header += [f"#   - {escape.text(masked_text(note))}" for note in notes]
+    body = yaml.dump(
+        document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=LINE_WIDTH
+    )
+    return escape.lines("\n".join(header) + "\n" + body)
+
+
+def _differing(read: Any, document: dict[str, Any]) -> list[str]:
+    if not isinstance(read, dict):
+        return ["(the whole document)"]
+    return [key for key in dict.fromkeys([*document, *read]) if read.get(key) != document.get(key)]
 
 
 # -- learning, per operation ---------------------------------------------------------------
@@ -461,7 +525,7 @@ def _learn_secret_deployments(
         creator = _subject_reference(world, deployment.get("createdBySubject"))
         if creator and creator.startswith("user:"):
             app.created_by = creator.removeprefix("user:")
-        manifest = masked(deployment["manifest"])
+        manifest = deployment["manifest"]
         app.deployments[int(deployment["version"])] = {
             "manifest": manifest,
             "id": deployment["id"],
@@ -491,7 +555,7 @@ def _learn_model_response(
     caller: TokenClaims | None,
 ) -> None:
     if isinstance(answer, dict) and answer.get("object") == "response":
-        world.responses[answer["id"]] = masked(answer)
+        world.responses[answer["id"]] = answer
 
 
 def _learn_token(
@@ -524,7 +588,7 @@ def _learn_stage(
     answer: Any,
     caller: TokenClaims | None,
 ) -> None:
-    manifest = masked(body["manifest"])
+    manifest = body["manifest"]
     root = str(answer.get("storage_root", "")).rstrip("/").split("/")
     if len(root) > 3 and root[-3] in ARTIFACT_FOLDERS and root[-1].isdigit():
         manifest.setdefault("version", int(root[-1]))
@@ -691,7 +755,7 @@ class _Writer:
     def _groups(self) -> Iterator[dict[str, Any]]:
         for name, group in self.world.groups.items():
             secrets = [
-                _with_id({"key": key, "values": [REDACTED]}, secret_id)
+                _with_id({"key": key, "values": [HIDDEN]}, secret_id)
                 for key, secret_id in group["secrets"].items()
             ]
             record = _with_id({"name": name}, group.get("id"))
@@ -700,7 +764,7 @@ class _Writer:
         if self.world.groups:
             self.notes.append(
                 f"secretGroups: each integration is `{UNKNOWN_INTEGRATION}` (healthy) and each "
-                f"secret's value `{REDACTED}`"
+                f"secret's value `{HIDDEN}`"
             )
 
     def _applications(self) -> Iterator[dict[str, Any]]:

@@ -38,10 +38,10 @@ from mock_server.contract.validation import (
     stream_violations,
 )
 from mock_server.core import errors
+from mock_server.core.masking import last_word, masked, masked_text
 from mock_server.core.media import media_type
-from mock_server.core.redact import masked, masked_text
 from mock_server.reports.report import percent, rule_names
-from mock_server.services.journal import Entry, read_body
+from mock_server.services.journal import Entry, mask_body, read_body
 
 # The kinds of difference, as the report names them.
 STATUS = "status"  # a status the operation does not document
@@ -87,6 +87,20 @@ class Difference:
         what was found."""
         return (self.kind, _INDEXES.sub("[]", self.field), self.found)
 
+    def masked(self, credentials: tuple[str, ...] = ()) -> Difference:
+        """The difference with every credential in what it quotes hidden: what was found
+        in a field named as a credential, whatever it looks like."""
+        by_name = masked(self.found, last_word(self.field))
+        message = self.message
+        if by_name != self.found:  # as the schema's messages quote it
+            message = message.replace(repr(self.found), repr(by_name))
+        return Difference(
+            self.kind,
+            masked_text(self.field, credentials),
+            masked_text(by_name, credentials),
+            masked_text(message, credentials),
+        )
+
     def to_dict(self) -> dict[str, str]:
         return {
             "kind": self.kind,
@@ -114,6 +128,14 @@ class ProxiedExchange(Entry):
     def violation(self) -> bool:
         """Whether the request itself broke the contract (found by the proxy's check)."""
         return bool(self.request_problems)
+
+    def mask(self) -> tuple[str, ...]:
+        """As an entry's, and the target's answer and what the checks quote of it too."""
+        credentials = super().mask()
+        self.response_body = mask_body(self.response_body, credentials)
+        self.request_problems = masked(self.request_problems, "", credentials)
+        self.differences = [d.masked(credentials) for d in self.differences]
+        return credentials
 
     @cached_property
     def size(self) -> int:
@@ -185,7 +207,7 @@ def _classified(keyword: str, detail: Detail, body: Any) -> Difference:
     if kind in (TYPE, ENUM_VALUE):
         value = _at(body, where)
         found = _json_type(value) if kind == TYPE else _clip(_shown(value))
-    return Difference(kind, where, found, _clip(masked_text(str(detail.get("message", "")))))
+    return Difference(kind, where, found, _clip(str(detail.get("message", ""))))
 
 
 def _error_code(status: int, body: dict[str, Any]) -> list[Difference]:
@@ -250,7 +272,7 @@ def _example(exchange: ProxiedExchange) -> dict[str, Any]:
     query = "&".join(f"{k}={v}" for k, values in exchange.query.items() for v in values)
     target = f"{exchange.path}?{query}" if query else exchange.path
     return {
-        "request": _clip(masked_text(f"{exchange.method} {target}")),
+        "request": _clip(f"{exchange.method} {target}"),
         "status": exchange.status,
     }
 
@@ -315,7 +337,7 @@ class DriftReport:
             usage.violating += broke
             for rule in rule_names(exchange.request_problems) if broke else ():
                 example = {**_example(exchange), "problems": exchange.request_problems[:10]}
-                usage.violations.setdefault(_clip(rule), _Group(masked(example))).count += 1
+                usage.violations.setdefault(_clip(rule), _Group(example)).count += 1
             self._differences(usage, exchange, exchange.differences)
 
     def add_differences(self, exchange: ProxiedExchange, differences: list[Difference]) -> None:
@@ -330,6 +352,8 @@ class DriftReport:
     def _differences(
         usage: _Operation, exchange: ProxiedExchange, differences: list[Difference]
     ) -> None:
+        # Found after the exchange was journaled (and masked) by a check of its own.
+        differences = [d.masked() for d in differences]
         for key in dict.fromkeys(d.key for d in differences):  # each once per answer
             difference = next(d for d in differences if d.key == key)
             group = usage.differences.get(key)
@@ -342,7 +366,7 @@ class DriftReport:
             group.count += 1
 
     def _not_covered(self, exchange: ProxiedExchange) -> None:
-        name = _clip(masked_text(f"{exchange.method} {exchange.path}"), 200)
+        name = _clip(f"{exchange.method} {exchange.path}", 200)
         if name in self._uncovered or len(self._uncovered) < MAX_UNCOVERED:
             self._uncovered[name] += 1
         else:

@@ -159,7 +159,7 @@ class ContractReport:
                         _clip(k): [_clip(v) for v in values[:MAX_VALUES]]
                         for k, values in list(entry.query.items())[:MAX_VALUES]
                     },
-                    "body": _shown_body(entry.raw_body),
+                    "body": _shown_body(entry.shown_body),
                     "status": entry.status,
                     "code": entry.code,
                     "message": _clip(entry.message),

@@ -7,7 +7,9 @@ order, and searched through that index (a run's name or id by prefix, its status
 of who triggered it, its job's name exactly). The other kinds hold what a person or a test
 made (tens, or thousands at most) and are searched by a walk, for a word anywhere in the
 record's names and ids. Each record is shown as the fixture document would write it, with
-its id, and with secret values hidden (`mock_server.core.masking`).
+its id, and every credential in it hidden by the one masking rule (`mock_server.core.masking`:
+a secret's values, a token's, and any credential-named field of a manifest or a stored
+response) before it is listed or searched, so that a search cannot find what a page hides.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ class Record:
     id: str
     title: str
     record: dict[str, Any]
+
+
+def _record(record_id: str, title: str, record: dict[str, Any]) -> Record:
+    """A record as the view lists it: every credential in it hidden."""
+    shown = masking.masked_text
+    return Record(shown(record_id), shown(title), masking.masked(record))
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,7 @@ def _subjects(type_: str) -> Callable[[Store], Iterator[Record]]:
             if type_ == "user":
                 teams = store.identity.teams_of(subject.id)
                 shown["teams"] = [team.name for team in teams]
-            yield Record(subject.id, subject.name, shown)
+            yield _record(subject.id, subject.name, shown)
 
     return listed
 
@@ -117,7 +125,7 @@ def _grants(store: Store) -> Iterator[Record]:
         subject = reference(world.subjects[(grant.subject_type, grant.subject_id)])
         resource = world.resources[(grant.resource_type, grant.resource_id)]
         target = f"{grant.resource_type}:{resource.name}"
-        yield Record(
+        yield _record(
             f"grant-{index + 1}",
             f"{subject} {grant.role} {target}",
             {"subject": subject, "role": grant.role, "resource": target},
@@ -128,7 +136,7 @@ def _applications(store: Store) -> Iterator[Record]:
     world = store.world
     for app in world.applications.values():
         workspace = world.resources[("workspace", app.workspace_id)]
-        yield Record(
+        yield _record(
             app.id,
             f"{app.name} ({app.type})",
             {
@@ -152,7 +160,7 @@ def _run(run: JobRun) -> Record:
     """A run as its fixture records it, with its job, and who triggered it by slug."""
     shown = {"id": run.id, "name": run.name, "job": run.application.name, **run_record(run)}
     shown["triggeredBy"] = run.triggered_by.slug
-    return Record(run.id, f"{run.name} {run.status}", shown)
+    return _record(run.id, f"{run.name} {run.status}", shown)
 
 
 def _index(store: Store, app_id: str) -> RunIndex:
@@ -199,7 +207,7 @@ def _runs(store: Store, query: str, offset: int, limit: int) -> Found:
 
 def _secret_groups(store: Store) -> Iterator[Record]:
     for group in store.world.secret_groups.values():
-        yield Record(
+        yield _record(
             group.resource.id,
             group.resource.name,
             {
@@ -215,7 +223,7 @@ def _secret_groups(store: Store) -> Iterator[Record]:
                         "key": secret.key,
                         "id": secret.id,
                         "fqn": secret.fqn,
-                        "versions": [masking.hidden(v.value) for v in secret.versions],
+                        "values": [v.value for v in secret.versions],
                     }
                     for secret in group.secrets.values()
                 ],
@@ -227,7 +235,7 @@ def _artifact_versions(store: Store) -> Iterator[Record]:
     world = store.world
     for version in world.artifact_versions.values():
         artifact = world.artifacts[version.artifact_id]
-        yield Record(
+        yield _record(
             version.id,
             f"{artifact.name} v{version.version}",
             {
@@ -249,7 +257,7 @@ def _artifact_versions(store: Store) -> Iterator[Record]:
 def _tokens(store: Store) -> Iterator[Record]:
     for token in store.world.tokens.values():
         owner = reference(token.owner)
-        yield Record(
+        yield _record(
             token.id,
             f"{token.name} of {owner}",
             {
@@ -261,17 +269,17 @@ def _tokens(store: Store) -> Iterator[Record]:
                 "expiresAt": iso(token.expires_at),
                 "lastAccessedAt": iso(token.last_accessed_at) if token.last_accessed_at else None,
                 "revoked": token.revoked,
-                "token": masking.hidden(token.token),
+                "token": token.token,
             },
         )
 
 
 def _model_responses(store: Store) -> Iterator[Record]:
     for response in store.world.model_responses.values():
-        yield Record(
+        yield _record(
             response["id"],
             f"{response['id']} {response.get('model', '')}",
-            masking.masked(response),
+            response,
         )
 
 

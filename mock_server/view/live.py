@@ -20,8 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
+from mock_server.core import escape, masking
 from mock_server.services.faults import Faults
 from mock_server.services.journal import Entry, Journal
 
@@ -30,8 +29,10 @@ MAX_SUBSCRIBERS = 32  # streams at once; another is refused (503) rather than sl
 
 
 def encoded(kind: str, data: dict[str, Any]) -> bytes:
-    """One server-sent event: its `event` line and its data as one line of JSON."""
-    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps({"type": kind, **data}) + b"\n\n"
+    """One server-sent event: its `event` line and its data as one line of JSON, inert as
+    text (`escape.json_bytes`)."""
+    line = escape.json_bytes({"type": kind, **data})
+    return b"event: " + kind.encode() + b"\ndata: " + line + b"\n\n"
 
 
 class Subscriber:
@@ -98,7 +99,9 @@ class Hub:
             self.publish("request", {"request": self._shown(entry)})
 
     def reloaded(self, outcome: dict[str, Any]) -> None:
-        """The fixture watcher reloaded the world, or refused an edit (`outcome` says)."""
+        """The fixture watcher reloaded the world, or refused an edit (`outcome` says: what
+        it quotes of the files, credentials hidden)."""
+        outcome = masking.masked(outcome)
         self.last_reload = outcome
         self.publish("reload", outcome)
 

@@ -1,10 +1,12 @@
 """Requests and records as the live view shows them: every text a client chose escaped by
-the one rule (`mock_server.core.escape`), every credential hidden (`mock_server.core.masking`).
+the one rule (`mock_server.core.escape`).
 
 The page inserts these texts as they come (as text nodes, never as markup), so what a client
 sent reaches the screen only through here: a control character or a bidi override shows as
-its escape (`\\x1b`, `\\u202e`), JSON keeps JSON's own escapes, and a token shows as its
-first characters and length.
+its escape (`\\x1b`, `\\u202e`), and JSON keeps JSON's own escapes. What is shown holds no
+credential: requests come from the journal, which hides them before it keeps an entry, and
+records from `mock_server.view.browse`, which hides them before it lists one (both by
+`mock_server.core.masking`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mock_server.contract.documents import Operation
-from mock_server.core import escape, masking
+from mock_server.core import escape
 from mock_server.reports import explain
 from mock_server.reports.report import rules_broken
 from mock_server.services.journal import BODY_LIMIT, Entry, read_body
@@ -54,15 +56,12 @@ def row(entry: Entry) -> dict[str, Any]:
 
 def body(raw: bytes, size: int) -> str:
     """A body as the view shows it: JSON indented, other text line by line, each line
-    escaped; credentials hidden; past BODY_LIMIT, cut, saying so."""
+    escaped; past BODY_LIMIT, cut, saying so."""
     if not raw:
         return ""
     parsed = read_body(raw)
-    if isinstance(parsed, str):
-        shown = "\n".join(escape.text(masking.text(line)) for line in parsed.split("\n"))
-    else:
-        shown = escape.json_text(masking.masked(parsed), indent=2)
-    if size > len(raw):
+    shown = escape.lines(parsed) if isinstance(parsed, str) else escape.json_text(parsed, indent=2)
+    if size > BODY_LIMIT:  # what is kept may be shorter still: its credentials hidden
         shown += f"\n… (the first {BODY_LIMIT} of {size} bytes)"
     return shown
 
@@ -74,7 +73,7 @@ def _sent_size(entry: Entry) -> int:
 
 
 def _headers(found: dict[str, str]) -> list[list[str]]:
-    return [[escape.text(k), escape.text(v)] for k, v in masking.headers(found).items()]
+    return [[escape.text(k), escape.text(v)] for k, v in found.items()]
 
 
 def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) -> dict[str, Any]:
@@ -85,11 +84,11 @@ def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) 
         "message": _text(entry.message),
         "request": {
             "headers": _headers(entry.headers),
-            "body": body(entry.raw_body, _sent_size(entry)),
+            "body": body(entry.shown_body, _sent_size(entry)),
         },
         "response": {
             "headers": _headers(entry.response_headers),
-            "body": body(entry.raw_response, entry.response_bytes),
+            "body": body(entry.shown_response, entry.response_bytes),
         },
         "broken": [
             {

@@ -1,0 +1,206 @@
+"""The one masking rule (`mock_server.core.masking`) itself: what it hides of a JSON value and
+of a text, what it keeps, and where it is applied once for all outputs (the journal's
+writer, with the caller's own credential). What reaches each output through it is
+tests/test_hostile_texts.py's."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mock_server
+from mock_server.core import errors
+from mock_server.core.masking import HIDDEN, credentials_of, masked, masked_text
+from mock_server.proxy.recording import Recorder
+from mock_server.services.journal import Entry, Journal
+from tests.corpus import JWT, MASKING, OWN_CREDENTIAL, SECRET
+
+H = HIDDEN
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param({"token": "abc"}, {"token": H}, id="token"),
+        pytest.param({"password": "hunter2"}, {"password": H}, id="password"),
+        pytest.param({"apiKey": "k"}, {"apiKey": H}, id="camel-api-key"),
+        pytest.param({"clientSecret": "s"}, {"clientSecret": H}, id="camel-client-secret"),
+        pytest.param({"HF_TOKEN": "hf"}, {"HF_TOKEN": H}, id="upper-snake-token"),
+        pytest.param({"OPENAI_API_KEY": "sk"}, {"OPENAI_API_KEY": H}, id="upper-snake-api-key"),
+        pytest.param({"DB_PASSWORD": "p"}, {"DB_PASSWORD": H}, id="upper-snake-password"),
+        pytest.param({"x-api-key": "k"}, {"x-api-key": H}, id="kebab-header"),
+        pytest.param(
+            {"Authorization": "Basic dXNlcjpwYXNz"}, {"Authorization": H}, id="authorization",
+        ),
+        pytest.param({"set-cookie": "s=1"}, {"set-cookie": H}, id="cookie"),
+        pytest.param({"pin": 1, "token": 1234}, {"pin": 1, "token": H}, id="numeric-credential"),
+        pytest.param({"tokens": ["a", "b"]}, {"tokens": ["a", "b"]}, id="plural-names-none"),
+        pytest.param({"note": f"use {JWT}"}, {"note": f"use {H}"}, id="jwt-in-text"),
+        pytest.param({"key": "tfy_abc123"}, {"key": H}, id="platform-api-key"),
+        pytest.param({"n": "ghp_" + "a" * 36}, {"n": H}, id="github-token"),
+        pytest.param({"n": "sk-proj-" + "a" * 30}, {"n": H}, id="openai-key"),
+        pytest.param({"n": "AKIAABCDEFGHIJKLMNOP"}, {"n": H}, id="aws-access-key-id"),
+        pytest.param({JWT: 1}, {H: 1}, id="jwt-as-a-key"),
+        pytest.param(
+            {"env": [{"name": "DB_PASSWORD", "value": "p"}]},
+            {"env": [{"name": "DB_PASSWORD", "value": H}]}, id="named-item",
+        ),
+        pytest.param(
+            {"secrets": [{"key": "A", "value": "v"}]}, {"secrets": [{"key": "A", "value": H}]},
+            id="secret-list",
+        ),
+        pytest.param(
+            {"build_secrets": [{"id": "x", "value": "s3cr3t"}]},
+            {"build_secrets": [{"id": "x", "value": H}]}, id="build-secret",
+        ),
+        pytest.param(
+            {"field": "body.password", "message": "'hunter2' is too short"},
+            {"field": "body.password", "message": f"{H} is too short"}, id="quoted-in-a-problem",
+        ),
+        pytest.param(
+            {"env": {"HF_TOKEN": "platform-secret://acme:g:HF_TOKEN"}},
+            {"env": {"HF_TOKEN": "platform-secret://acme:g:HF_TOKEN"}}, id="secret-reference-kept",
+        ),
+        pytest.param(
+            {"token_type": "jwt", "tokenId": "t-1", "max_tokens": 5, "secretIds": ["secret-a"]},
+            {"token_type": "jwt", "tokenId": "t-1", "max_tokens": 5, "secretIds": ["secret-a"]},
+            id="names-that-only-mention-one",
+        ),
+        pytest.param({"password": ""}, {"password": ""}, id="empty-kept"),
+    ],
+)  # fmt: skip
+def test_masking_a_json_value(value: Any, expected: Any):
+    assert masked(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "GET /x?access_token=abc123&page=2", f"GET /x?access_token={H}&page=2", id="query",
+        ),
+        pytest.param("Authorization: Bearer abcdefgh12", f"Authorization: Bearer {H}", id="bearer"),
+        pytest.param("Authorization: Basic dXNlcjpwYXNz", f"Authorization: Basic {H}", id="basic"),
+        pytest.param("a\npassword: hunter2\nb: c", f"a\npassword: {H}\nb: c", id="yaml"),
+        pytest.param('{"clientSecret": "abc', f'{{"clientSecret": "{H}', id="json-cut-short"),
+        pytest.param("'a\\npassword: x' is bad", f"'a\\npassword: {H}' is bad", id="escaped-line"),
+        pytest.param("env DB_PASSWORD: x1 set", f"env DB_PASSWORD: {H} set", id="field-in-a-line"),
+        pytest.param("keys: ['tfy_abc', 'x']", f"keys: ['{H}', 'x']", id="in-a-list"),
+    ],
+)  # fmt: skip
+def test_masking_a_text(text: str, expected: str):
+    assert masked_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("No bearer token: send 'Authorization: Bearer <token>'", id="how-to-send"),
+        pytest.param("query access_token: is not a parameter of this operation", id="problem"),
+        pytest.param("basic authentication required", id="prose"),
+        pytest.param("max_tokens=5 token_type=jwt", id="names-that-only-mention-one"),
+        pytest.param("platform-secret://acme:g:HF_TOKEN", id="secret-reference"),
+        pytest.param("https://platform.acme.example/api?page=2", id="url"),
+    ],
+)
+def test_text_with_no_credential_is_left_as_it_is(text: str):
+    assert masked_text(text) == text
+
+
+def test_the_mocks_own_texts_hold_no_credential_the_rule_would_hide():
+    # Every message of the mock reaches the journal and the log through the rule.
+    messages = [errors.condition(cls.code) for cls in errors.error_classes()]
+    source = Path(mock_server.__file__).parent
+    for module in source.rglob("*.py"):
+        if module.name != "masking.py":
+            tree = ast.parse(module.read_text())
+            messages += [
+                node.value
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "\n" not in node.value  # docstrings: of several lines, never shown
+            ]
+    assert [text for text in messages if masked_text(text) != text] == []
+
+
+@pytest.mark.parametrize("text", list(MASKING.values()), ids=list(MASKING))
+def test_masking_twice_changes_nothing_more(text: str):
+    assert masked_text(masked_text(text)) == masked_text(text)
+    assert SECRET not in masked_text(text)
+
+
+def test_the_callers_own_credential_is_hidden_wherever_it_appears():
+    credentials = credentials_of({"authorization": f"Bearer {OWN_CREDENTIAL}"})
+    said = f"the token {OWN_CREDENTIAL} expired"
+    assert masked({"error": said}, credentials=credentials) == {"error": f"the token {H} expired"}
+
+
+def test_a_credential_too_short_to_be_told_from_a_word_is_not_hidden_everywhere():
+    assert credentials_of({"authorization": "Bearer abc"}) == ()
+
+
+# -- where it is applied: the journal's writer ----------------------------------------------------
+
+
+def _entry(**fields: Any) -> Entry:
+    base: dict[str, Any] = {
+        "seq": 1, "method": "GET", "path": "/api/svc/v1/session", "query": {},
+        "path_params": {}, "headers": {}, "raw_body": b"", "operation_id": "getSession",
+        "status": 200,
+    }  # fmt: skip
+    return Entry(**{**base, **fields})
+
+
+def _recorded() -> Entry:
+    journal = Journal()
+    journal.record(
+        _entry(
+            path=f"/api/svc/v1/x/{OWN_CREDENTIAL}",
+            query={"access_token": ["opaque"], "note": [OWN_CREDENTIAL]},
+            raw_body=b'{"password": "hunter2-long", "note": "' + OWN_CREDENTIAL.encode() + b'"}',
+            raw_response=b'{"echo": "hunter2-long", "token": "' + JWT.encode() + b'"}',
+            message=f"refused {OWN_CREDENTIAL}",
+            credentials=credentials_of({"authorization": f"Bearer {OWN_CREDENTIAL}"}),
+        )
+    )
+    (kept,) = list(journal)
+    return kept
+
+
+def test_the_journal_shows_no_credential_of_an_entry():
+    kept = _recorded()
+    shown = repr(kept.to_dict()) + kept.shown_response.decode() + repr(kept.response_body)
+    assert "hunter2" not in shown and SECRET not in shown and "opaque" not in shown
+
+
+def test_the_journal_keeps_nothing_of_the_callers_credential():
+    kept = _recorded()
+    held = repr(kept) + kept.raw_body.decode() + kept.raw_response.decode()
+    assert OWN_CREDENTIAL not in held and kept.credentials == ()
+
+
+def test_the_journal_keeps_a_body_without_credentials_as_it_came():
+    journal = Journal()
+    journal.record(_entry(raw_body=b'{"secretIds": ["a"]}'))
+    assert journal.last is not None and journal.last.raw_body == b'{"secretIds": ["a"]}'
+
+
+def test_the_recorder_hides_the_callers_credential_echoed_in_an_answer():
+    recorder = Recorder()
+    run = {
+        "id": "r-1", "name": "r", "status": "FAILED", "createdAt": 1700000000000,
+        "duration": 1000, "deploymentVersion": 1, "applicationName": "trainer",
+        "error": f"401 for {OWN_CREDENTIAL}",
+    }  # fmt: skip
+    recorder.observe(
+        "listJobRuns", path_params={"jobId": "app-1"}, query={}, body=None, status=200,
+        answer={"data": [run]}, caller=None,
+        credentials=credentials_of({"authorization": f"Bearer {OWN_CREDENTIAL}"}),
+    )  # fmt: skip
+    document, _ = recorder.document()
+    (runs,) = [app["runs"] for app in document["applications"]]
+    assert runs[0]["error"] == f"401 for {H}"
