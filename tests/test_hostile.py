@@ -33,6 +33,7 @@ import pytest
 from mock_server import MockConfig, PlatformMock, cli
 from mock_server.fixtures import loader as fixtures
 from mock_server.fixtures.loader import dump
+from mock_server.http import server as server_module
 from mock_server.http.hosts import HostGuard
 from mock_server.http.protocol import REQUEST_SECONDS
 from mock_server.http.server import IDLE_SECONDS, BackgroundServer, uvicorn_config
@@ -1216,3 +1217,43 @@ def test_serve_keeps_answering_new_clients_while_1200_sit_idle():
         for sock in idle:
             sock.close()
         stop(process)
+
+
+# -- worlds: a cap across every world ---------------------------------------------------------
+
+
+def test_a_world_makes_no_worlds_of_its_own(admin):
+    made = admin.post("/worlds", json={})
+    assert made.status_code == 201, made.text
+    world = made.json()
+    try:
+        with http_client(
+            base_url=world["adminUrl"], headers={"Authorization": f"Bearer {world['adminToken']}"}
+        ) as own:
+            body = assert_error(own.post("/worlds", json={}), 404, 40410)
+        assert "makes no worlds of its own" in body["message"]
+    finally:
+        admin.delete(f"/worlds/{world['id']}")
+
+
+def test_worlds_asked_for_at_once_never_pass_the_cap(server, mock, monkeypatch):
+    monkeypatch.setattr(server_module, "MAX_WORLDS", 3)
+    statuses: list[int] = []
+    made: list[str] = []
+    headers = {"Authorization": f"Bearer {mock.auth.admin_token()}"}
+
+    def ask() -> None:
+        with http_client(base_url=server.url + "/__admin", headers=headers, timeout=60) as own:
+            answer = own.post("/worlds", json={})
+        statuses.append(answer.status_code)
+        if answer.status_code == 201:
+            made.append(answer.json()["id"])
+
+    askers = [threading.Thread(target=ask) for _ in range(6)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    for world_id in made:
+        server.worlds.remove(world_id)
+    assert sorted(statuses) == [201] * 3 + [400] * 3
