@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 
 from mock_server import MockConfig, PlatformMock, cli
@@ -270,6 +271,43 @@ def test_a_token_printed_offline_for_the_same_seed_is_refused(anonymous):
         CONTROL_PLANE + "/personal-access-tokens/ci", headers={"Authorization": f"Bearer {user}"}
     )
     assert_error(response, 401, 40104)
+
+
+def _admin_token_with(mock: PlatformMock, **times: int) -> str:
+    """An admin token signed with the server's own key, with these time claims."""
+    claims = {
+        "iss": ISSUER,
+        "sub": "platform-mock-admin",
+        "subjectType": "admin",
+        "subjectSlug": "admin",
+        "iat": 0,
+        "exp": 253402300800,
+        **times,
+    }
+    return jwt.encode(claims, mock.store.signer.key, algorithm=ALGORITHM)
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        pytest.param({"exp": 86400}, id="exp-in-1970"),
+        pytest.param({"exp": int(time.time()) - 60}, id="exp-a-minute-ago"),
+        pytest.param({"nbf": 7258118400}, id="nbf-in-2200"),
+    ],
+)
+def test_an_admin_token_out_of_its_time_is_refused_as_a_users_is(anonymous, mock, times):
+    token = _admin_token_with(mock, **times)
+    response = anonymous.get("/__admin/journal", headers={"Authorization": f"Bearer {token}"})
+    assert_error(response, 401, 40103)
+
+
+@pytest.mark.parametrize("clock", ["2036-01-02T00:00:00Z", "1999-01-02T00:00:00Z"])
+def test_an_admin_tokens_time_is_the_wall_clocks_not_the_worlds(admin, anonymous, mock, clock):
+    assert admin.post("/fixtures", json={"clock": clock}).status_code == 200
+    now = int(time.time())
+    token = _admin_token_with(mock, nbf=now - 60, exp=now + 3600)
+    response = anonymous.get("/__admin/journal", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200
 
 
 def test_the_key_is_the_servers_for_its_life_a_reseed_keeps_it(admin, mock):
