@@ -317,6 +317,42 @@ def test_the_key_is_the_servers_for_its_life_a_reseed_keeps_it(admin, mock):
     assert admin.get("/journal").status_code == 200
 
 
+# -- every page the mock serves carries the live view's security headers ------------------
+
+SECURITY_HEADERS = (
+    "x-content-type-options",
+    "referrer-policy",
+    "x-frame-options",
+    "cross-origin-opener-policy",
+)
+
+
+def _directives(policy: str) -> dict[str, str]:
+    return dict((part.strip() + " ").split(" ", 1) for part in policy.split(";"))
+
+
+@pytest.mark.parametrize("path", ["/docs/", "/gateway/docs/", "/__admin/docs/"])
+def test_the_api_docs_carry_the_live_views_security_headers(anonymous, path):
+    page, view = anonymous.get(path), anonymous.get("/__admin/ui")
+    assert page.status_code == view.status_code == 200
+    assert [page.headers.get(n) for n in SECURITY_HEADERS] == [
+        view.headers[n] for n in SECURITY_HEADERS
+    ]
+    policy = page.headers["content-security-policy"]
+    found = _directives(policy)
+    assert {k: found[k].strip() for k in ("default-src", "frame-ancestors", "form-action")} == {
+        "default-src": "'none'",
+        "frame-ancestors": "'none'",
+        "form-action": "'none'",
+    }
+    assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+    inline = re.findall(r"<script>(.*?)</script>", page.text, re.DOTALL)
+    assert inline  # Swagger UI is started by an inline script: named by its hash, or refused
+    for script in inline:
+        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in found["script-src"]
+
+
 # -- the admin API answers only its own host, never a page of another origin ---------------
 
 
