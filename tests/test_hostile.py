@@ -9,6 +9,7 @@ the cost of a request against the data at rest.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import hashlib
@@ -30,15 +31,19 @@ from typing import Any
 import httpx
 import jwt
 import pytest
+from connexion.middleware.abstract import ROUTING_CONTEXT
+from starlette.types import Message, Receive, Scope, Send
 
 from mock_server import MockConfig, PlatformMock, cli
 from mock_server.fixtures import loader as fixtures
 from mock_server.fixtures.loader import dump
+from mock_server.http import events
 from mock_server.http import server as server_module
 from mock_server.http.hosts import HostGuard
 from mock_server.http.protocol import REQUEST_SECONDS
 from mock_server.http.server import IDLE_SECONDS, BackgroundServer, uvicorn_config
 from mock_server.services.auth import ALGORITHM, ISSUER
+from mock_server.view import live
 from tests.conftest import CONTROL_PLANE, assert_error, http_client, until_closed
 from tests.test_cli import SERVE_OUTPUT
 
@@ -1331,3 +1336,67 @@ def test_worlds_asked_for_at_once_never_pass_the_cap(server, mock, monkeypatch):
     for world_id in made:
         server.worlds.remove(world_id)
     assert sorted(statuses) == [201] * 3 + [400] * 3
+
+
+# -- event streams: a byte budget per stream, bounded writes ------------------------------------
+
+
+def test_a_streams_queue_holds_a_budget_of_bytes_not_a_count_of_events():
+    async def fill() -> tuple[int, int]:
+        hub = live.Hub()
+        subscriber = hub.subscribe()
+        assert subscriber is not None
+        for _ in range(100):  # 10 MB: far fewer events than any count a queue would keep
+            hub.publish("faults", {"padding": "x" * 100_000})
+        return sum(map(len, subscriber.queue)), subscriber.missed
+
+    held, missed = asyncio.run(fill())
+    assert held <= live.QUEUE_BYTES
+    assert missed >= 100 - live.QUEUE_BYTES // 100_000
+
+
+def test_a_resumed_stream_writes_its_backlog_a_part_at_a_time():
+    """A reader that stalled while a megabyte of events queued for it is sent them in writes
+    of at most WRITE_BYTES, each waiting on the reader, never in one write of the queue."""
+    hub = live.Hub()
+    written: list[int] = []
+
+    async def stream() -> None:
+        leave = asyncio.Event()
+        stalled = asyncio.Event()
+
+        async def receive() -> Message:
+            await leave.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                written.append(len(message["body"]))
+                if len(written) == 1:  # the hello: the reader stalls while events queue
+                    await stalled.wait()
+
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "extensions": {ROUTING_CONTEXT: {"operation_id": events.OPERATION}},
+        }
+
+        async def no_other_layer(scope: Scope, receive: Receive, send: Send) -> None:
+            raise AssertionError("the stream went past its own layer")
+
+        stream = events.EventStream(no_other_layer, hub)
+        task = asyncio.ensure_future(stream(scope, receive, send))
+        while not hub.subscribers:
+            await asyncio.sleep(0)
+        for _ in range(60):  # about 1 MB, within the queue's budget
+            hub.publish("faults", {"padding": "x" * 16_000})
+        stalled.set()  # the reader reads again
+        deadline = time.monotonic() + 30
+        while sum(written) < 60 * 16_000:
+            assert time.monotonic() < deadline, written
+            await asyncio.sleep(0.01)
+        leave.set()
+        await task
+
+    asyncio.run(stream())
+    assert len(written) > 2 and max(written[1:]) <= live.WRITE_BYTES
