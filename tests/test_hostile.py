@@ -42,6 +42,8 @@ from mock_server.http import server as server_module
 from mock_server.http.hosts import HostGuard
 from mock_server.http.protocol import REQUEST_SECONDS
 from mock_server.http.server import IDLE_SECONDS, BackgroundServer, uvicorn_config
+from mock_server.proxy import forward
+from mock_server.reports.drift import ProxiedExchange
 from mock_server.services.auth import ALGORITHM, ISSUER
 from mock_server.view import live
 from tests.conftest import CONTROL_PLANE, assert_error, http_client, until_closed
@@ -1400,3 +1402,94 @@ def test_a_resumed_stream_writes_its_backlog_a_part_at_a_time():
 
     asyncio.run(stream())
     assert len(written) > 2 and max(written[1:]) <= live.WRITE_BYTES
+
+
+# -- drift: every answer of the target bounded in bytes and in time -----------------------------
+
+
+class HostileTarget(PlatformMock):
+    """A platform that keeps the contract, but answers `min-cli-version` with `ANSWER`: 256
+    MiB at once, a byte every 0.5 s, or JSON of 300,000 values in 1 MB."""
+
+    answer = "huge"
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not scope["path"].endswith("/min-cli-version"):
+            return await super().__call__(scope, receive, send)
+        values = b"[" + b"{}," * 299_999 + b"{}]"
+        length = {"huge": 256 * 1024 * 1024, "trickle": 10_000}.get(self.answer, len(values))
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(length).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        if self.answer == "values":
+            await send({"type": "http.response.body", "body": values})
+            return None
+        chunk, step = (b"0" * (1024 * 1024), 0.0) if self.answer == "huge" else (b"0", 0.5)
+        gone = asyncio.ensure_future(events._disconnected(receive))
+        try:
+            for _ in range(length // len(chunk)):
+                if gone.done():  # the proxy stopped reading: the answer ends with it
+                    return None
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await asyncio.sleep(step)
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            gone.cancel()
+        return None
+
+
+@pytest.fixture(scope="module")
+def hostile_target() -> Iterator[BackgroundServer]:
+    with BackgroundServer(HostileTarget()) as served:
+        yield served
+
+
+def _drift_against(served: BackgroundServer, answer: str, tmp_path, *options: str) -> tuple:
+    """`platform-mock drift` under limits against the hostile target: its exit status, and
+    its report's entry of getMinCliVersion (the budget of time is generous: an unbounded
+    drift, here, would take hours)."""
+    assert isinstance(served.mock, HostileTarget)
+    served.mock.answer = answer
+    report = tmp_path / "drift.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "mock_server", "drift", "--target", served.url,
+            "--report", f"json={report}", *options,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TFY_API_KEY": served.coordinates.token or ""},
+        timeout=CPU_SECONDS,
+        preexec_fn=bounded(),
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, json.loads(report.read_text())["operations"]["getMinCliVersion"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "options", "kind"),
+    [
+        pytest.param("huge", [], "too large", id="256-mib"),
+        pytest.param("values", [], "too large", id="300000-values-in-1-mb"),
+        pytest.param("trickle", ["--timeout", "2"], "too slow", id="a-byte-every-half-second"),
+    ],
+)
+def test_a_hostile_answer_is_the_targets_failure_never_drift(
+    hostile_target, tmp_path, answer, options, kind
+):
+    status, operation = _drift_against(hostile_target, answer, tmp_path, *options)
+    assert [failure["kind"] for failure in operation["failures"]] == [kind]
+    assert (status, operation["differences"], operation["statuses"]) == (4, [], {kind: 1})
+
+
+def test_the_proxy_passes_an_answer_of_too_many_values_on_unchecked(hostile_target):
+    assert isinstance(hostile_target.mock, HostileTarget)
+    hostile_target.mock.answer = "values"
+    proxy = forward.Proxy(hostile_target.url)
+    with forward.BackgroundProxy(proxy) as front:
+        answer = httpx.get(front.url + CONTROL_PLANE + "/min-cli-version", timeout=60)
+    assert (answer.status_code, len(answer.content)) == (200, 3 * 300_000 + 1)
+    last = proxy.journal.last
+    assert isinstance(last, ProxiedExchange) and last.unchecked
