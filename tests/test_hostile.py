@@ -19,6 +19,7 @@ import os
 import re
 import resource
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +36,7 @@ from connexion.middleware.abstract import ROUTING_CONTEXT
 from starlette.types import Message, Receive, Scope, Send
 
 from mock_server import MockConfig, PlatformMock, cli
+from mock_server.cli.watch import FixtureWatcher
 from mock_server.fixtures import loader as fixtures
 from mock_server.fixtures.loader import dump
 from mock_server.http import events
@@ -48,6 +50,7 @@ from mock_server.services.auth import ALGORITHM, ISSUER
 from mock_server.view import live
 from tests.conftest import CONTROL_PLANE, assert_error, http_client, until_closed
 from tests.test_cli import SERVE_OUTPUT
+from tests.test_watch import DANA, DANA_AND_ERIN, Watched
 
 MEMORY_LIMIT = 1024 * 1024 * 1024  # bytes of address space a child server may map
 CPU_SECONDS = 120  # of processor time a child may use, whatever it is fed
@@ -1493,3 +1496,89 @@ def test_the_proxy_passes_an_answer_of_too_many_values_on_unchecked(hostile_targ
     assert (answer.status_code, len(answer.content)) == (200, 3 * 300_000 + 1)
     last = proxy.journal.last
     assert isinstance(last, ProxiedExchange) and last.unchecked
+
+
+# -- serve --watch: path errors said as an edit refused, and the watcher goes on ---------------
+
+WATCH_SECONDS = 60.0  # generous: a reload takes a fraction of a second
+
+
+def _until(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WATCH_SECONDS
+    while not check():
+        assert time.monotonic() < deadline, f"not within {WATCH_SECONDS:g} s: {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def watching(tmp_path) -> Iterator[Watched]:
+    folder = tmp_path / "world"
+    folder.mkdir()
+    path = folder / "people.yaml"
+    path.write_text(DANA)
+    found = Watched(path)
+    found.watcher.start()
+    assert found.watcher.ready.wait(WATCH_SECONDS)
+    yield found
+    found.watcher.stop()
+
+
+def _erin_loads(watched: Watched) -> None:
+    watched.edit(DANA_AND_ERIN)
+    _until(lambda: "erin@acme.example" in watched.users(), "a valid edit loaded")
+
+
+def test_a_symlink_loop_beside_the_files_leaves_the_watcher_watching(watching):
+    os.symlink("loop.yaml", watching.path.parent / "loop.yaml")
+    _erin_loads(watching)
+    assert watching.complaints == []
+
+
+@pytest.mark.parametrize(
+    ("unreadable", "said"),
+    [
+        pytest.param(
+            lambda path: os.symlink(path.name, path), "Too many levels of symbolic links", id="loop"
+        ),
+        pytest.param(lambda path: path.mkdir(), "it is a directory", id="directory"),
+    ],
+)
+def test_a_fixture_file_that_cannot_be_read_is_said_as_an_edit_refused(watching, unreadable, said):
+    watching.path.unlink()
+    unreadable(watching.path)
+    _until(lambda: any(said in c for c in watching.complaints), "the problem said")
+    outcome = watching.mock.live.last_reload
+    assert outcome is not None and outcome["reloaded"] is False
+    assert "dana@acme.example" in watching.users()  # the world as it was
+    (os.rmdir if watching.path.is_dir() else os.unlink)(watching.path)
+    _erin_loads(watching)
+
+
+def test_a_folder_that_is_gone_is_said_and_watched_again_when_it_is_back(watching):
+    shutil.rmtree(watching.path.parent)
+    _until(lambda: any("the folder is gone" in c for c in watching.complaints), "the folder gone")
+    watching.path.parent.mkdir()
+    _erin_loads(watching)
+
+
+def test_a_watcher_that_stops_says_so_on_the_terminal_and_in_the_live_view(tmp_path, monkeypatch):
+    def fails(self: FixtureWatcher) -> None:
+        raise RuntimeError("the events broke")
+
+    monkeypatch.setattr(FixtureWatcher, "_follow", fails)
+    path = tmp_path / "people.yaml"
+    path.write_text(DANA)
+    watched = Watched(path)
+    with BackgroundServer(watched.mock) as served:
+        watched.watcher.start()
+        _until(lambda: bool(watched.complaints), "the stop said")
+        world = httpx.get(
+            served.url + "/__admin/world",
+            headers={"Authorization": f"Bearer {watched.mock.auth.admin_token()}"},
+        )
+    assert "the fixture watcher stopped (RuntimeError: the events broke)" in watched.complaints[0]
+    assert world.status_code == 200, world.text
+    assert (world.json()["reload"]["watching"], world.json()["reload"]["reloaded"]) == (
+        False,
+        False,
+    )

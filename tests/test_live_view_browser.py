@@ -299,6 +299,26 @@ def test_a_fixture_edit_refused_shows_every_problem_and_a_fixed_one_reloads(brow
     assert watched.errors == []
 
 
+def test_a_watcher_that_stopped_says_so_in_a_banner(browser, tmp_path, monkeypatch):
+    def fails(self: FixtureWatcher) -> None:
+        raise RuntimeError("the events broke")
+
+    monkeypatch.setattr(FixtureWatcher, "_follow", fails)
+    path = tmp_path / "people.yaml"
+    path.write_text("users:\n  - email: dana@acme.example\n")
+    mock = PlatformMock(MockConfig(fixtures=[path]))
+    with BackgroundServer(mock) as server:
+        watched = open_view(browser, server.url, mock.auth.admin_token())
+        banner = watched.page.locator("#reload")
+
+        FixtureWatcher(mock, lambda line: None, lambda text: None).start()
+
+        expect(banner).to_contain_text("The fixture watcher stopped", timeout=5000)
+        expect(banner.locator("li")).to_contain_text("RuntimeError: the events broke")
+        watched.page.context.close()
+    assert watched.errors == []
+
+
 # -- the API docs a newcomer opens first, in Swagger UI itself ------------------------------
 
 DOCS = {
