@@ -231,7 +231,9 @@ class BackgroundServer(Threaded):
         config = uvicorn_config(mock, idle_seconds=idle_seconds, request_seconds=request_seconds)
         super().__init__(MockServer(config, mock), host, port)
         self.worlds = Worlds(mock, self.host)
-        mock.worlds = self.worlds if makes_worlds else MADE_BY_ANOTHER
+        self._served_worlds = self.worlds if makes_worlds else MADE_BY_ANOTHER
+        self._worlds_before = mock.worlds  # a mock served twice keeps its first server's
+        mock.worlds = self._served_worlds
 
     @property
     def gateway_url(self) -> str:
@@ -243,6 +245,8 @@ class BackgroundServer(Threaded):
 
     def stop(self, timeout: float = 10.0) -> None:
         self.worlds.close()
+        if self.mock.worlds is self._served_worlds:
+            self.mock.worlds = self._worlds_before
         super().stop(timeout)
 
 
