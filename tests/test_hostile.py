@@ -44,6 +44,7 @@ from mock_server.http import server as server_module
 from mock_server.http.hosts import HostGuard
 from mock_server.http.protocol import REQUEST_SECONDS
 from mock_server.http.server import IDLE_SECONDS, BackgroundServer, uvicorn_config
+from mock_server.http.transport import IN_PROCESS_URL, MockTransport
 from mock_server.proxy import forward
 from mock_server.reports.drift import ProxiedExchange
 from mock_server.services.auth import ALGORITHM, ISSUER
@@ -1582,3 +1583,202 @@ def test_a_watcher_that_stops_says_so_on_the_terminal_and_in_the_live_view(tmp_p
         False,
         False,
     )
+
+
+# -- in process as over TCP: one rule of limits and framing for every transport -----------------
+
+SECRETS = CONTROL_PLANE + "/secrets/deployments"
+BODY = b'{"secretIds": []}'
+
+
+def _chunked(body: bytes) -> bytes:
+    return b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+
+
+# Each hostile request: its target, headers beside Host, Authorization and Connection, and
+# how its body is framed on the wire (a length, or chunks); its answer (status, code), the
+# same in process and over TCP, and whether it is journaled.
+HOSTILE = [
+    pytest.param(SECRETS, [(b"Content-Length", b"17")], "length", 200, None, id="plain"),
+    pytest.param(SECRETS, [(b"Transfer-Encoding", b"chunked")], "chunks", 200, None, id="chunked"),
+    pytest.param(
+        SECRETS,
+        [(b"Transfer-Encoding", b"gzip, chunked")],
+        "chunks",
+        200,
+        None,
+        id="coding-then-chunked",
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Transfer-Encoding", b"chunked"), (b"Content-Length", b"17")],
+        "chunks",
+        400,
+        40006,
+        id="transfer-encoding-and-content-length",
+    ),
+    pytest.param(
+        SECRETS, [(b"Transfer-Encoding", b"gzip")], "length", 400, 40006, id="gzip-not-chunked"
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Transfer-Encoding", b"chunked"), (b"Transfer-Encoding", b"chunked")],
+        "chunks",
+        400,
+        40006,
+        id="chunked-twice",
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Content-Length", b"17"), (b"Content-Length", b"17")],
+        "length",
+        400,
+        40006,
+        id="content-length-twice",
+    ),
+    pytest.param(
+        SECRETS, [(b"Content-Length", b"+17")], "length", 400, 40006, id="content-length-signed"
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Content-Length", b"17"), (b"X-Note", b"a\x01b")],
+        "length",
+        400,
+        40006,
+        id="control-character-in-a-value",
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Content-Length", b"17"), (b"X Note", b"a")],
+        "length",
+        400,
+        40006,
+        id="space-in-a-name",
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Content-Length", b"17"), (b"X-Note", b"a\tb\xe9")],
+        "length",
+        200,
+        None,
+        id="tab-and-8-bit-in-a-value",
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Content-Length", b"17"), (b"X-Padding", b"a" * 100 * 1024)],
+        "length",
+        431,
+        43101,
+        id="a-100-kib-header",
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Content-Length", b"17"), *((b"X-Padding-%d" % n, b"a" * 7 * 1024) for n in range(10))],
+        "length",
+        431,
+        43101,
+        id="ten-7-kib-headers",
+    ),
+    pytest.param(
+        SECRETS,
+        [(b"Content-Length", b"17"), *((b"X-%d" % n, b"a") for n in range(100))],
+        "length",
+        431,
+        43101,
+        id="over-100-headers",
+    ),
+    pytest.param(
+        SECRETS + "?q=" + "x" * 17 * 1024,
+        [(b"Content-Length", b"17")],
+        "length",
+        414,
+        41401,
+        id="a-17-kib-query",
+    ),
+    pytest.param(
+        CONTROL_PLANE + "/jobs/" + "x" * 60_000 + "/runs",
+        [],
+        "length",
+        414,
+        41401,
+        id="a-60-kb-path",
+    ),
+]
+
+
+def _answered(status: int, body: bytes, mock: PlatformMock, before: int) -> tuple:
+    """What a transport made of a request: its status, its error code, and the journal's
+    entry of it (None when it was not journaled)."""
+    code = json.loads(body).get("code") if status >= 400 else None
+    entries = list(mock.journal)[before:]
+    assert len(entries) <= 1
+    entry = [(e.method, e.path, e.status, e.code, e.operation_id) for e in entries]
+    return status, code, entry[0] if entry else None
+
+
+def _over_tcp(server, mock, target: str, headers: list, framing: str) -> tuple:
+    before = len(mock.journal)
+    body = _chunked(BODY) if framing == "chunks" else BODY
+    head = (
+        b"POST "
+        + target.encode()
+        + b" HTTP/1.1\r\n"
+        + b"".join(name + b": " + value + b"\r\n" for name, value in headers)
+    )
+    answer = until_closed(server, head + b"\r\n" + body)
+    status_line, _, rest = answer.partition(b"\r\n")
+    return _answered(int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2], mock, before)
+
+
+def _in_process(mock, target: str, headers: list) -> tuple:
+    before = len(mock.journal)
+    request = httpx.Request(
+        "POST", IN_PROCESS_URL + target, headers=headers, stream=httpx.ByteStream(BODY)
+    )
+    with httpx.Client(transport=MockTransport(mock)) as client:
+        response = client.send(request)
+    return _answered(response.status_code, response.content, mock, before)
+
+
+@pytest.mark.platform_mock(expect_violations=True)
+@pytest.mark.parametrize(("target", "extra", "framing", "status", "code"), HOSTILE)
+def test_a_hostile_request_is_answered_alike_in_process_and_over_tcp(
+    server, mock, target, extra, framing, status, code
+):
+    headers = [
+        (b"Host", b"127.0.0.1:%d" % server.port),
+        (b"Authorization", b"Bearer " + mock.auth.dev_token().encode()),
+        (b"Content-Type", b"application/json"),
+        (b"Connection", b"close"),
+        *extra,
+    ]
+    tcp = _over_tcp(server, mock, target, headers, framing)
+    in_process = _in_process(mock, target, headers)
+    assert tcp == in_process
+    assert tcp[:2] == (status, code)
+    assert (tcp[2] is None) == (status != 200)  # a refusal before the mock is not journaled
+
+
+def test_in_process_a_body_its_content_length_misstates_is_not_sent_as_over_tcp(mock):
+    with (
+        httpx.Client(transport=MockTransport(mock), base_url=IN_PROCESS_URL) as client,
+        pytest.raises(httpx.LocalProtocolError, match="Too little data"),
+    ):
+        client.post(SECRETS, content=BODY, headers={"Content-Length": "18"})
+
+
+@pytest.mark.parametrize("size", [70_000, 1_000_000], ids=["70-kb", "1-mb"])
+def test_a_target_past_what_the_parser_holds_is_414_over_tcp(server, size):
+    """Past 64 KiB, uvicorn's parser could not read a target at all (400); the connection
+    holds its first bytes only, for the limits to judge (httpx sends no URL that long)."""
+    line = b"GET " + SECRETS.encode() + b"?q=" + b"x" * size + b" HTTP/1.1\r\n"
+    answer = until_closed(server, line + b"Host: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 414 ")
+    assert json.loads(body)["code"] == 41401
+
+
+def test_a_head_that_never_ends_is_refused_once_past_what_the_connection_holds(server):
+    head = b"GET /docs/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"a" * 1_000_000
+    answer = until_closed(server, head)
+    assert answer.startswith(b"HTTP/1.1 431 ")
