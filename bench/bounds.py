@@ -4,8 +4,9 @@ cost the processes of platform-mock.
 - drift: `platform-mock drift --timeout 30` against a target whose `min-cli-version`
   answers SIZE bytes (256 MiB by default) at loopback speed, every other path a small 404:
   the drift process's peak RSS (ru_maxrss), its wall time and the report's entry for that
-  operation. Then against a target that answers the same operation one byte every 0.5 s,
-  with `--timeout 2`: the wall time (capped at `--cap` seconds) and the entry.
+  operation; the same against 16 MiB of JSON empty objects (`[{},{},...]`). Then against a
+  target that answers the same operation one byte every 0.5 s, with `--timeout 2`: the wall
+  time (capped at `--cap` seconds) and the entry.
 - streams: `platform-mock serve --quiet`; eight clients open `GET /__admin/events`, read the
   `hello` and stop reading (a receive buffer of 4 KiB each); then 1,000 requests whose
   query holds 19,000 bytes each (about 19 MB of events shared by the streams); then each
@@ -15,7 +16,11 @@ cost the processes of platform-mock.
   world's own admin API, until one is refused or the chain is 70 long: the chain's length,
   the server's RSS and threads. Then 70 worlds asked of the mock itself: how many it serves.
 
-Run as `python bench/bounds.py [--only drift|streams|worlds] [--size-mib 256]`.
+- line: `platform-mock serve --quiet`; 1,000 requests, each on a connection of its own, whose
+  request line is 60 KB (a job id of 60,000 characters): the server's CPU time per request
+  (utime + stime from /proc), and the status answered.
+
+Run as `python bench/bounds.py [--only drift|streams|worlds|line] [--size-mib 256]`.
 """
 
 from __future__ import annotations
@@ -41,11 +46,13 @@ SERVE_OUTPUT = re.compile(
     r"admin token:\s+(?P<admin>\S+)\s+\(admin API: (?P<admin_url>\S+)\)", re.MULTILINE
 )
 CHUNK = b"0" * (1024 * 1024)
+VALUES = b"[" + b"{}," * ((16 * 1024 * 1024 - 5) // 3) + b"{}]"  # just under 16 MiB
 
 
 class Target:
     """A raw HTTP server on a thread: `min-cli-version` answered by `big` (size bytes at
-    once) or `trickle` (a byte every 0.5 s), any other path a small JSON 404."""
+    once), `values` (JSON of 16 MiB of empty objects) or `trickle` (a byte every 0.5 s), any
+    other path a small JSON 404."""
 
     def __init__(self, mode: str, size: int):
         self.mode, self.size = mode, size
@@ -79,12 +86,14 @@ class Target:
                         b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
                     )
                     return
-                length = self.size if self.mode == "big" else 10_000
+                length = {"big": self.size, "values": len(VALUES)}.get(self.mode, 10_000)
                 conn.sendall(
                     b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                     b"content-length: %d\r\nconnection: close\r\n\r\n" % length
                 )
-                if self.mode == "big":
+                if self.mode == "values":
+                    conn.sendall(VALUES)
+                elif self.mode == "big":
                     sent = 0
                     while sent < length:
                         piece = CHUNK[: min(len(CHUNK), length - sent)]
@@ -165,6 +174,11 @@ def drift(size: int, cap: float) -> dict[str, Any]:
         results[f"answer of {size // (1024 * 1024)} MiB"] = _drift(big, 30, cap)
     finally:
         big.close()
+    values = Target("values", size)
+    try:
+        results["16 MiB of `{},`"] = _drift(values, 30, cap)
+    finally:
+        values.close()
     slow = Target("trickle", size)
     try:
         results["a byte every 0.5 s, --timeout 2"] = _drift(slow, 2, cap)
@@ -304,9 +318,40 @@ def worlds(chain: int = 70) -> dict[str, Any]:
     return results
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def line(requests: int = 1000, size: int = 60_000) -> dict[str, Any]:
+    process, _, admin_url = _serve()
+    try:
+        host, port = admin_url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)
+        target = b"/api/svc/v1/jobs/" + b"x" * size + b"/runs"
+        sent = b"GET " + target + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n"
+        sent += b"Connection: close\r\n\r\n"
+        statuses: set[str] = set()
+        before = _cpu_seconds(process.pid)
+        for _ in range(requests):
+            with socket.create_connection((host, int(port))) as sock:
+                sock.sendall(sent)
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            statuses.add(answer.split(b" ", 2)[1].decode())
+        spent = _cpu_seconds(process.pid) - before
+    finally:
+        process.terminate()
+        process.wait(30)
+    return {
+        "server CPU per request (ms)": round(spent / requests * 1000, 2),
+        "statuses": sorted(statuses),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("drift", "streams", "worlds"))
+    parser.add_argument("--only", choices=("drift", "streams", "worlds", "line"))
     parser.add_argument("--size-mib", type=int, default=256)
     parser.add_argument("--cap", type=float, default=60.0, help="seconds a drift may take")
     args = parser.parse_args()
@@ -318,6 +363,8 @@ def main() -> None:
         measured["streams"] = streams()
     if args.only in (None, "worlds"):
         measured["worlds"] = worlds()
+    if args.only in (None, "line"):
+        measured["line"] = line()
     print(json.dumps(measured, indent=2))
 
 
