@@ -21,7 +21,7 @@ from mock_server.contract import documents as contract
 from mock_server.core.masking import HIDDEN
 from mock_server.http.server import BackgroundServer
 from mock_server.services.journal import Entry, Journal
-from mock_server.view import browse, live
+from mock_server.view import browse
 from tests.conftest import CONTROL_PLANE, assert_error
 
 TOKENS = "/personal-access-tokens/ci"
@@ -443,8 +443,8 @@ def test_a_reader_that_does_not_read_holds_nothing_but_its_own_stream(server, mo
             assert chunk, f"the stream ended before it began: {received[:300]!r}"
             received += chunk
         # About 48 MB of events, unread: far more than the sockets' buffers (a few MB on
-        # loopback) and the reader's queue (1,000 events) take.
-        for _ in range(3 * live.QUEUE_LIMIT):
+        # loopback) and the reader's queue (1 MiB of events) take.
+        for _ in range(3000):
             mock.live.publish("faults", {"padding": "x" * 16_000})
         # Answered (the client gives up after 5 s), while the stream waits on its reader.
         assert api.get("/session").status_code == 200

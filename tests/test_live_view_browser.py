@@ -300,6 +300,26 @@ def test_a_fixture_edit_refused_shows_every_problem_and_a_fixed_one_reloads(brow
     assert watched.errors == []
 
 
+def test_a_watcher_that_stopped_says_so_in_a_banner(browser, tmp_path, monkeypatch):
+    def fails(self: FixtureWatcher) -> None:
+        raise RuntimeError("the events broke")
+
+    monkeypatch.setattr(FixtureWatcher, "_follow", fails)
+    path = tmp_path / "people.yaml"
+    path.write_text("users:\n  - email: dana@acme.example\n")
+    mock = PlatformMock(MockConfig(fixtures=[path]))
+    with BackgroundServer(mock) as server:
+        watched = open_view(browser, server.url, mock.auth.admin_token())
+        banner = watched.page.locator("#reload")
+
+        FixtureWatcher(mock, lambda line: None, lambda text: None).start()
+
+        expect(banner).to_contain_text("The fixture watcher stopped", timeout=5000)
+        expect(banner.locator("li")).to_contain_text("RuntimeError: the events broke")
+        watched.page.context.close()
+    assert watched.errors == []
+
+
 # -- the API docs a newcomer opens first, in Swagger UI itself ------------------------------
 
 DOCS = {
@@ -312,6 +332,13 @@ DOCS = {
 AFTER = {"adminAddFault": "adminDeleteFault", "adminCreateWorld": "adminDeleteWorld"}
 # A stream that never ends: Swagger UI shows nothing until it does (spec/admin.yaml says so).
 NOT_TRIED = {"adminEvents"}
+# What the page's Content-Security-Policy refused, as the page saw it.
+CSP_VIOLATIONS = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__violations.push(`${event.violatedDirective} ${event.blockedURI}`);
+});
+"""
 
 
 def _try_it_out(page: Page, operation_id: str) -> str:
@@ -336,7 +363,9 @@ def test_every_try_it_out_of_the_docs_answers_2xx_in_the_default_world(browser, 
         httpx.get(server.url + "/api/svc/v1/min-cli-version")
         watched = Watched(browser.new_context(viewport={"width": 1300, "height": 900}).new_page())
         page = watched.page
+        page.add_init_script(CSP_VIOLATIONS)
         page.goto(f"{server.url}{base}/docs/")
+        assert page.evaluate("window.__violations") == []  # the page, under its policy
         expect(page.locator(".opblock").first).to_be_visible()
         assert page.locator(".servers select option").all_inner_texts() == [
             f"{server.url}{base} - this mock"
@@ -361,7 +390,9 @@ def test_every_try_it_out_of_the_docs_answers_2xx_in_the_default_world(browser, 
             if operation_id in AFTER:
                 answered[AFTER[operation_id]] = _try_it_out(page, AFTER[operation_id])
             mock.reset()
+        violations = page.evaluate("window.__violations")
         page.context.close()
+    assert violations == []
     assert {op: status for op, status in answered.items() if not status.startswith("2")} == {}
     assert set(answered) == set(operations) - NOT_TRIED
     assert watched.errors == []

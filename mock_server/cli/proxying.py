@@ -8,7 +8,8 @@ a token from the environment, prints the drift report and exits with the verdict
 
 Exit statuses: 0 the target agrees with the contract; 1 it does not (drift); 2 a usage
 error; 3 the proxy cannot listen; 4 no drift found, but the target failed to answer (a
-timeout, a connection error) or no answer was checked.
+timeout, an answer too slow or too large, a connection error) or no answer was checked.
+Every answer has one deadline (`--timeout`) and, for `drift`, a cap on its size.
 """
 
 from __future__ import annotations
@@ -92,8 +93,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
         type=_seconds,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
-        help="seconds the target may take to connect or between two reads of an answer, "
-        f"after which the request counts as a timeout, not drift (default {DEFAULT_TIMEOUT:g})",
+        help="seconds the target may take for a whole answer, from the request sent to the "
+        "answer's last byte, after which the request counts as a timeout (or an answer too "
+        f"slow), not drift (default {DEFAULT_TIMEOUT:g})",
     )
     parser.add_argument(
         "--report",
@@ -223,6 +225,9 @@ def _new_proxy(args: argparse.Namespace, recorder: Recorder | None) -> Proxy:
         gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
         timeout=args.timeout,
         recorder=recorder,
+        # `drift`'s own client would hold an answer whole: one past what is checked is
+        # refused as too large. `proxy` passes it on to its client as it streams.
+        stream_large=args.command == "proxy",
     )
 
 

@@ -8,11 +8,21 @@ contract report are kept, the log says so in a line, and the live view hears a `
 event. An edit that cannot load changes nothing: every problem of every file, each with its
 file, line and field, goes to the terminal and to the live view. The bundled defaults are
 package data, never watched.
+
+What goes wrong with the paths themselves is said the same way, and the watcher goes on: a
+fixture file that cannot be read (a symlink loop, a directory, no permission), a folder
+that is gone (watched again, and the files read again, once it is back), or the file events
+failing (watched again after `RETRY_SECONDS`). A name beside the files that no path
+resolves (`ln -s loop.yaml loop.yaml`) is none of the files: it changes nothing. If the
+watcher ever stops before the server does, it says so on the terminal and in the live view
+(a `reload` event with `watching` false): edits are no longer loaded.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +40,7 @@ if TYPE_CHECKING:
     from mock_server.http.mock import PlatformMock
 
 DEBOUNCE_MS = 200  # an editor's save is several file events: one reload for all of them
+RETRY_SECONDS = 1.0  # between two looks for a folder that is gone, or two tries to watch
 # A fixture error's line: `file:line: field: message`, the line and the field when known.
 # A file's name may hold `: ` itself: a line number, where there is one, ends it.
 _PROBLEM = re.compile(
@@ -78,7 +89,10 @@ class FixtureWatcher:
     ):
         self.mock = mock
         self.files = [Path(path) for path in mock.config.fixtures]
-        self._watched = {path.resolve() for path in self.files}
+        # Each file by its name as given and as it resolved: an event names either.
+        self._watched = {_absolute(path) for path in self.files} | {
+            _resolved(path) for path in self.files
+        }
         self._say = say  # a line for the log
         self._complain = complain  # the lines of an edit refused, for the terminal
         self._stop = threading.Event()
@@ -100,10 +114,47 @@ class FixtureWatcher:
         self.stop()
 
     def _run(self) -> None:
-        folders = sorted({str(path.resolve().parent) for path in self.files})
+        try:
+            self._follow()
+        except BaseException as exc:  # whatever ends the thread early is said, never silently
+            self._stopped(f"{type(exc).__name__}: {exc}")
+
+    def _follow(self) -> None:
+        """Watch the files' folders until stopped, watching again after any trouble (and
+        then reading the files again: they may have changed meanwhile)."""
+        said: tuple[str, str] | None = None  # the last trouble said, not said again
+        again = False
+        while not self._stop.is_set():
+            folders = sorted({str(_resolved(path).parent) for path in self.files})
+            found = {folder: _identity(folder) for folder in folders}
+            gone = [folder for folder, identity in found.items() if identity is None]
+            trouble: tuple[str, str] | None = None
+            if gone:
+                trouble = (gone[0], "the folder is gone; the watcher looks for it again")
+            else:
+                try:
+                    self._watch(folders, found, again)
+                except Exception as exc:  # the events failed (a limit of the system, ...)
+                    trouble = (folders[0], f"cannot follow the files' events: {exc}")
+            again = True
+            if trouble is not None:
+                if trouble != said:
+                    self._trouble([Path(trouble[0]).name], *trouble)
+                said = trouble
+                self.ready.set()
+                self._stop.wait(RETRY_SECONDS)
+            else:
+                said = None
+
+    def _watch(
+        self, folders: list[str], found: dict[str, tuple[int, int] | None], again: bool
+    ) -> None:
+        """Follow the folders' events, reloading after each edit (and, `again`, once they are
+        followed), until stopped or until a folder is gone or replaced (its events end with
+        it)."""
         changes = watch(
             *folders,
-            watch_filter=lambda _, path: Path(path).resolve() in self._watched,
+            watch_filter=lambda _, path: self._ours(path),
             debounce=DEBOUNCE_MS,
             stop_event=self._stop,
             recursive=False,
@@ -113,12 +164,52 @@ class FixtureWatcher:
         )
         for changed in changes:
             self.ready.set()
-            if changed:
-                self.reload(sorted({Path(path).name for _, path in changed}))
+            names = {Path(path).name for _, path in changed}
+            if again:
+                names, again = {path.name for path in self.files}, False
+            if names:
+                self._reload_safely(sorted(names))
+            if any(_identity(folder) != identity for folder, identity in found.items()):
+                return
 
-    def reload(self, changed: list[str]) -> dict[str, Any]:
+    def _ours(self, path: str) -> bool:
+        """Whether an event's path is one of the fixture files: never raises (a symlink loop
+        beside them resolves to nothing)."""
+        return _absolute(Path(path)) in self._watched or _resolved(Path(path)) in self._watched
+
+    def _reload_safely(self, changed: list[str]) -> None:
+        try:
+            self.reload(changed)
+        except Exception as exc:  # a failure of the reload itself: said, and watched on
+            self._trouble(changed, "", f"the world could not be reloaded: {exc}")
+
+    def _trouble(self, changed: list[str], file: str, message: str) -> None:
+        """A problem of the paths, said as an edit refused is."""
+        self.reload(changed, [{"file": file, "line": None, "field": "", "message": message}])
+
+    def _stopped(self, why: str) -> None:
+        """Say that edits are no longer loaded: on the terminal and in the live view."""
+        names = [escape.text(path.name) for path in self.files]
+        message = escape.text(
+            f"the fixture watcher stopped ({why}): edits of {', '.join(names)} are no longer "
+            "loaded; restart serve to watch them again"
+        )
+        self._complain(f"platform-mock: {message}")
+        outcome = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "files": names,
+            "reloaded": False,
+            "watching": False,
+            "errors": [{"file": "", "line": None, "field": "", "message": message}],
+        }
+        self.mock.live.reloaded({"type": "reload", **outcome})
+
+    def reload(
+        self, changed: list[str], trouble: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """Read every fixture file again and, if the world they make can be built, put it in
-        place of the running one; what happened, as the live view's `reload` event."""
+        place of the running one; what happened, as the live view's `reload` event. A
+        `trouble` of the paths, if given, is the first problem of an edit refused."""
         config = self.mock.config
         # Names the mock did not choose.
         changed = [escape.text(masking.masked_text(name)) for name in changed]
@@ -126,7 +217,7 @@ class FixtureWatcher:
             "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "files": changed,
         }
-        found: list[dict[str, Any]] = []
+        found: list[dict[str, Any]] = list(trouble or [])
         documents = fixtures.default_fixtures() if config.default_fixtures else []
         for path in self.files:
             try:
@@ -172,3 +263,25 @@ def _line(problem: dict[str, Any]) -> str:
     where = problem["file"] + (f":{problem['line']}" if problem["line"] else "")
     field = f"{problem['field']}: " if problem["field"] else ""
     return f"{where}: {field}{problem['message']}" if where else problem["message"]
+
+
+def _absolute(path: Path) -> Path:
+    """A path made absolute by its name alone (no link followed)."""
+    return Path(os.path.abspath(path))
+
+
+def _resolved(path: Path) -> Path:
+    """A path with its links followed, or by its name alone where they cannot be (a loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: Python 3.11's symlink loop
+        return _absolute(path)
+
+
+def _identity(folder: str) -> tuple[int, int] | None:
+    """Which folder a path names now (device and inode), or None if it names none."""
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None

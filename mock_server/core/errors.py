@@ -83,8 +83,11 @@ class InvalidFaultRequest(PlatformError):
 
 class UnparsableRequest(PlatformError):
     status, code = 400, 40006
-    condition = "request is not valid HTTP, or its request line is over 64 KiB"
-    default_message = "Request is not valid HTTP (or its request line is over 64 KiB)"
+    condition = (
+        "request is not valid HTTP (its framing, a header's name or value, Transfer-Encoding "
+        "or Content-Length)"
+    )
+    default_message = "Request is not valid HTTP"
 
 
 # 401
@@ -237,12 +240,18 @@ class ArtifactVersionExists(PlatformError):
     default_message = "This version of the artifact already exists"
 
 
-# 413, 415
+# 413, 414, 415
 class PayloadTooLarge(PlatformError):
     status, code = 413, 41301
     condition = "request body larger than 1 MiB"
     violation = True
     default_message = "Request body is larger than 1 MiB"
+
+
+class RequestTargetTooLong(PlatformError):
+    status, code = 414, 41401
+    condition = "request target (path and query) longer than 16 KiB"
+    default_message = "The request's path and query are longer than 16 KiB"
 
 
 class UnsupportedMediaType(PlatformError):
@@ -254,8 +263,8 @@ class UnsupportedMediaType(PlatformError):
 
 class HeadersTooLarge(PlatformError):
     status, code = 431, 43101
-    condition = "request headers larger than 64 KiB"
-    default_message = "Request headers are larger than 64 KiB"
+    condition = "request headers larger than 64 KiB, or more than 100 of them"
+    default_message = "Request headers are larger than 64 KiB, or more than 100"
 
 
 # 422, 424

@@ -70,7 +70,7 @@ from mock_server.http.validators import (
     ResponseValidationMiddleware,
     YAMLTextValidator,
 )
-from mock_server.http.view_page import ViewPage
+from mock_server.http.view_page import ViewPage, secured
 from mock_server.services.exchange import exchange
 
 logger = logging.getLogger(__name__)
@@ -136,7 +136,8 @@ class SwaggerUIMiddleware(ConnexionSwaggerUIMiddleware):
     """Connexion's API docs, whose router is run only for a path under one of the docs'
     prefixes (`{base}/docs`, `{base}/openapi.json`, `{base}/openapi.yaml`): Connexion runs
     it, and every route of it, on every request of the API. Each document served names the
-    mock's own URL in its `servers` (`_ServedSwaggerUIAPI`)."""
+    mock's own URL in its `servers` (`_ServedSwaggerUIAPI`); every answer of theirs carries
+    the live view's security headers (`view_page.secured`)."""
 
     def __init__(self, app: ASGIApp):
         super().__init__(app)
@@ -156,7 +157,7 @@ class SwaggerUIMiddleware(ConnexionSwaggerUIMiddleware):
         if scope["type"] == "http" and not any(map(path.startswith, self.prefixes)):
             await self.app(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        await super().__call__(scope, receive, secured(send))
 
 
 # Connexion's default stack with its four replaced middlewares; `middlewares()` adds the

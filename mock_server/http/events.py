@@ -2,10 +2,12 @@
 
 It sits in the admin API's pipeline after authentication and request validation, and before
 response validation, which would hold a stream until its end to check it. A stream waits only
-on its own reader: the hub drops what a reader that does not read leaves (`mock_server.view.live`),
-and the server's other requests and streams go on. A stream ends when its reader goes or the
-server stops (`Hub.close`); a comment every `KEEPALIVE_SECONDS` keeps proxies from closing
-it, and finds a reader that went without a word.
+on its own reader: each write is at most `WRITE_BYTES` of events and waits for the reader to
+take it, the hub drops what a reader that does not read leaves past its byte budget
+(`mock_server.view.live`), and the server's other requests and streams go on. A stream
+ends when its reader goes or the server stops (`Hub.close`); a comment every
+`KEEPALIVE_SECONDS` keeps proxies from closing it, and finds a reader that went without a
+word.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The mock's own ASGI layers: journaling and logging, path and route guards, routing.
+"""The mock's own ASGI layers: the limits of a request, journaling and logging, path and
+route guards, routing.
 
 They talk to each other (and to the error handler) through the request's `Exchange`
 (`mock_server.services.exchange`): the route's path parameters, the error answered, the fault
@@ -12,6 +13,7 @@ import time
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+import orjson
 from connexion.middleware import routing as connexion_routing
 from starlette.datastructures import Headers
 from starlette.routing import Mount, Router
@@ -130,6 +132,92 @@ async def journaled(
 def _caller(scope: Scope) -> str | None:
     caller = caller_of(scope)
     return None if caller == UNAUTHENTICATED else caller
+
+
+# -- the limits of a request: one rule for every transport ----------------------------------
+
+MAX_TARGET_BYTES = 16 * 1024  # of a request's path and query, as sent
+MAX_HEADER_BYTES = 64 * 1024  # of its headers' names and values
+MAX_HEADERS = 100
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header's name (RFC 9110, 5.1)
+_NOT_IN_A_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # controls but the tab (5.5)
+_SPACE = b" \t"
+
+
+def request_problem(scope: Scope) -> errors.PlatformError | None:
+    """Why a request is past the limits every transport keeps, or is not valid HTTP, as
+    its scope shows it; None when it is within them. Over TCP, the HTTP parser has already
+    refused what it cannot frame (the same rules, the same answer: 400, code 40006), and
+    the connection holds no more of a head than these limits need
+    (`mock_server.http.protocol`); in process, nothing else checks them."""
+    query = scope.get("query_string", b"")
+    target = len(scope.get("raw_path") or scope["path"].encode()) + (len(query) + 1 if query else 0)
+    if target > MAX_TARGET_BYTES:
+        return errors.RequestTargetTooLong(
+            f"The request's path and query are longer than {MAX_TARGET_BYTES} bytes"
+        )
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    if len(headers) > MAX_HEADERS:
+        return errors.HeadersTooLarge(
+            f"The request has {len(headers)} headers; at most {MAX_HEADERS} are read"
+        )
+    size = sum(len(name) + len(value) for name, value in headers)
+    if size > MAX_HEADER_BYTES:
+        return errors.HeadersTooLarge(
+            f"The request's headers are {size} bytes; at most {MAX_HEADER_BYTES} are read"
+        )
+    lengths: list[bytes] = []
+    codings: list[bytes] = []
+    for name, value in headers:
+        if not _TOKEN.fullmatch(name):
+            return errors.UnparsableRequest("Request is not valid HTTP: a header's name")
+        if _NOT_IN_A_VALUE.search(value):
+            return errors.UnparsableRequest(
+                "Request is not valid HTTP: a control character in a header's value"
+            )
+        if name.lower() == b"content-length":
+            lengths.append(value.strip(_SPACE))
+        elif name.lower() == b"transfer-encoding":
+            codings += [coding.strip(_SPACE).lower() for coding in value.split(b",")]
+    if codings and lengths:
+        return errors.UnparsableRequest(
+            "Request is not valid HTTP: Transfer-Encoding and Content-Length both given"
+        )
+    if codings and (codings[-1] != b"chunked" or codings.count(b"chunked") > 1):
+        return errors.UnparsableRequest(
+            "Request is not valid HTTP: a request's Transfer-Encoding ends with chunked, once"
+        )
+    if len(lengths) > 1 or (lengths and not (lengths[0].isdigit() and len(lengths[0]) < 20)):
+        return errors.UnparsableRequest(
+            "Request is not valid HTTP: Content-Length is one whole number of bytes"
+        )
+    return None
+
+
+class RequestLimits:
+    """Refuses, before any other layer reads it, a request past the limits of every
+    transport (`request_problem`), in the platform's error body. Outermost: nothing of the
+    request has been read yet, it is not journaled (the HTTP parser's refusals over TCP
+    never reach the mock at all), and its cost is bounded whatever its size."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
+        if scope["type"] == "http":
+            problem = request_problem(scope)
+            if problem is not None:
+                await refuse(problem, send)
+                return None
+        return await self.app(scope, receive, send)
+
+
+async def refuse(error: errors.PlatformError, send: Send) -> None:
+    """Answer a request with an error of its own, before any other layer has seen it."""
+    body = orjson.dumps(error.body())
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -21,6 +21,7 @@ from mock_server.handlers.context import WorldHost
 from mock_server.http import build_connexion_app, journaled, request_log
 from mock_server.http.cors import Cors
 from mock_server.http.hosts import HostGuard
+from mock_server.http.middleware import RequestLimits
 from mock_server.http.request_log import logged
 from mock_server.reports.report import ContractReport
 from mock_server.services.auth import Authenticator, Signer, new_key
@@ -87,12 +88,15 @@ class PlatformMock:
         served: Any = self._serve
         if self.config.cors:
             served = Cors(served, self.config.cors, exempt=self.admin_prefix)
-        # Outermost: a request under a name that is not the server's gets nothing else.
-        self._outer = HostGuard(
-            served,
-            self.admin_prefix,
-            self.config.allowed_hosts,
-            everywhere=self.config.host_check == "all",
+        # A request under a name that is not the server's gets nothing else; and outermost,
+        # one past the limits of every transport (in process as over TCP) gets nothing at all.
+        self._outer = RequestLimits(
+            HostGuard(
+                served,
+                self.admin_prefix,
+                self.config.allowed_hosts,
+                everywhere=self.config.host_check == "all",
+            )
         )
 
     def reset(self, seed: int | None = None, extra: Iterable[fixtures.Fixture] = ()) -> None:

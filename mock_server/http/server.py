@@ -225,12 +225,15 @@ class BackgroundServer(Threaded):
         *,
         idle_seconds: float = IDLE_SECONDS,
         request_seconds: float = REQUEST_SECONDS,
+        makes_worlds: bool = True,
     ):
         self.mock = mock
         config = uvicorn_config(mock, idle_seconds=idle_seconds, request_seconds=request_seconds)
         super().__init__(MockServer(config, mock), host, port)
         self.worlds = Worlds(mock, self.host)
-        mock.worlds = self.worlds
+        self._served_worlds = self.worlds if makes_worlds else MADE_BY_ANOTHER
+        self._worlds_before = mock.worlds  # a mock served twice keeps its first server's
+        mock.worlds = self._served_worlds
 
     @property
     def gateway_url(self) -> str:
@@ -242,43 +245,58 @@ class BackgroundServer(Threaded):
 
     def stop(self, timeout: float = 10.0) -> None:
         self.worlds.close()
+        if self.mock.worlds is self._served_worlds:
+            self.mock.worlds = self._worlds_before
         super().stop(timeout)
 
 
 class Worlds:
     """Worlds served beside a mock: each a mock of its own (the same configuration, with its
     own seed if asked), on a new port of the same host, whose requests also count in the
-    first mock's contract report. At most MAX_WORLDS at once."""
+    first mock's contract report. At most MAX_WORLDS at once, those starting included. A
+    world makes no worlds of its own (`MADE_BY_ANOTHER`): worlds exist for the parallel
+    workers of one test session, each asking the session's mock for one, and a world that
+    could make worlds would let a chain of them grow past any cap kept per mock (each with
+    its thread, port, world and journal)."""
 
     def __init__(self, mock: PlatformMock, host: str):
         self._mock = mock
         self._host = host
         self._lock = threading.Lock()
         self._servers: dict[str, BackgroundServer] = {}
+        self._starting = 0  # worlds counted against the cap while their server starts
         self._made = 0
+        self._closed = False
 
     def create(self, seed: int | None) -> dict[str, Any]:
         """Serve a new world; where it is, as the admin API describes a world."""
         with self._lock:
-            if len(self._servers) >= MAX_WORLDS:
+            if len(self._servers) + self._starting >= MAX_WORLDS:
                 raise errors.InvalidRequest(
                     f"This mock already serves {MAX_WORLDS} other worlds: delete one first",
                     details=[{"location": "body", "message": f"at most {MAX_WORLDS} worlds"}],
                 )
+            self._starting += 1
             self._made += 1
             world_id = f"world-{self._made}"
-        # A key of its own, unless one was given: no token of one world opens another.
-        config = dataclasses.replace(
-            self._mock.config, signing_key=self._mock.config.signing_key or secrets.token_hex(32)
-        )
-        if seed is not None:
-            config = dataclasses.replace(config, seed=seed)
-        world = PlatformMock(config)
-        world.journal.observers.append(self._mock.report.add)
-        server = BackgroundServer(world, self._host, 0).start()
+        try:
+            # A key of its own, unless one was given: no token of one world opens another.
+            key = self._mock.config.signing_key or secrets.token_hex(32)
+            config = dataclasses.replace(self._mock.config, signing_key=key)
+            if seed is not None:
+                config = dataclasses.replace(config, seed=seed)
+            world = PlatformMock(config)
+            world.journal.observers.append(self._mock.report.add)
+            server = BackgroundServer(world, self._host, 0, makes_worlds=False).start()
+        finally:
+            with self._lock:
+                self._starting -= 1
         with self._lock:
-            self._servers[world_id] = server
-        return {"id": world_id, **server.coordinates.to_dict()}
+            if not self._closed:
+                self._servers[world_id] = server
+                return {"id": world_id, **server.coordinates.to_dict()}
+        server.stop()  # the mock stopped while this world started
+        raise errors.WorldNotFound("This mock stopped while the world started")
 
     def remove(self, world_id: str) -> bool:
         """Stop serving a world; False if there is none by that id."""
@@ -292,6 +310,23 @@ class Worlds:
     def close(self) -> None:
         """Stop serving every world."""
         with self._lock:
+            self._closed = True
             servers, self._servers = list(self._servers.values()), {}
         for server in servers:
             server.stop()
+
+
+class _MadeByAnother:
+    """The worlds a world serves: none (see `Worlds`)."""
+
+    def create(self, seed: int | None) -> dict[str, Any]:
+        raise errors.WorldNotFound(
+            "This mock is a world served beside another mock, and makes no worlds of its own: "
+            "ask that mock for another world (POST /__admin/worlds there)"
+        )
+
+    def remove(self, world_id: str) -> bool:
+        return False
+
+
+MADE_BY_ANOTHER = _MadeByAnother()

@@ -1,8 +1,13 @@
 """httpx transports that call a mock in this process: the client's transport is the mock.
 
-A request goes through every layer a request over TCP goes through (CORS, the journal, routing,
-security, both validations, the faults, the handler), with no socket, no HTTP parsing and no
-thread hop: `MockTransport` runs the mock on an event loop of the calling thread (for
+A request goes through every layer a request over TCP goes through (the limits of a request
+and the rules of its framing, CORS, the journal, routing, security, both validations, the
+faults, the handler), with no socket, no HTTP parsing and no thread hop, and is answered as
+over TCP: a header too large, a target too long, Transfer-Encoding beside Content-Length
+are refused by the same layer with the same status and code
+(`mock_server.http.middleware.RequestLimits`). Like httpx's own connection, the transport
+sends no body that its Content-Length misstates (`httpx.LocalProtocolError`, as h11 raises
+it): `MockTransport` runs the mock on an event loop of the calling thread (for
 `httpx.Client`), `AsyncMockTransport` on the caller's own loop (for `httpx.AsyncClient`). A
 delay fault is a real delay; a dropped connection is httpx's `RemoteProtocolError`, as over
 TCP. The world, the journal and the faults are the mock's own, whether a request came this way
@@ -27,6 +32,13 @@ _CLIENT = ("127.0.0.1", 0)
 
 async def _serve(app: ASGIApp, request: httpx.Request, body: bytes) -> httpx.Response:
     """One request through the mock's ASGI app; the whole response."""
+    declared = request.headers.get_list("content-length")
+    length = int(declared[0]) if len(declared) == 1 and declared[0].strip().isdigit() else None
+    if length is not None and length != len(body):
+        what = "little" if length > len(body) else "much"
+        raise httpx.LocalProtocolError(
+            f"Too {what} data for declared Content-Length", request=request
+        )
     raw_path, _, query = request.url.raw_path.partition(b"?")
     port = request.url.port or (443 if request.url.scheme == "https" else 80)
     scope: dict[str, Any] = {

@@ -20,12 +20,20 @@ checking the signature as the platform's own clients read them, and the credenti
 hide it.
 
 Bounded: a request body over MAX_REQUEST_BODY is refused (413) without being forwarded; an
-answer over MAX_CHECKED_BODY is passed on as it streams, unchecked; the journal keeps to its
-byte budget and the report to its groups.
+answer over MAX_CHECKED_BODY (or whose body holds more than MAX_CHECKED_VALUES JSON
+values) is passed on as it streams, unchecked, or, for a proxy that
+does not stream such answers (`platform-mock drift`'s, whose own client would hold the
+answer whole), not read further and answered 502 (code 50202), counted as the target's
+answer too large; each answer has one deadline, `timeout` seconds from the request sent to
+its last byte (not a deadline per read, which a target sending a byte at a time would never
+meet): past it, the target gave no answer (504, code 50401, a timeout) or an answer too
+slow (the same 504, counted apart). The journal keeps to its byte budget and the report to
+its groups.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable
@@ -59,6 +67,8 @@ from mock_server.proxy.recording import Recorder, TokenClaims
 from mock_server.reports.drift import (
     TARGET_ERROR,
     TIMEOUT,
+    TOO_LARGE,
+    TOO_SLOW,
     DriftReport,
     ProxiedExchange,
     check,
@@ -67,11 +77,15 @@ from mock_server.services.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
 
 MAX_REQUEST_BODY = 8 * 1024 * 1024  # bytes of a request body the proxy forwards
 MAX_CHECKED_BODY = 16 * 1024 * 1024  # bytes of an answer checked; past it, streamed unchecked
-DEFAULT_TIMEOUT = 30.0  # seconds the target may take to connect, or between two reads
+# JSON values of an answer checked (a page of 100 runs holds about 3,000): past it, as past
+# MAX_CHECKED_BODY. Read, each value is tens of bytes, and 16 MiB of `{},` was 900 MB.
+MAX_CHECKED_VALUES = 200_000
+DEFAULT_TIMEOUT = 30.0  # seconds an answer may take, from the request sent to its last byte
 # The proxy's own answers when the target gives none (not conditions of the platform).
 TARGET_UNREACHABLE = (502, 50201)
+TARGET_TOO_LARGE = (502, 50202)
 TARGET_TIMED_OUT = (504, 50401)
-TOO_LARGE = (413, 41301)
+REQUEST_TOO_LARGE = (413, 41301)
 UNFORWARDABLE = (400, 40001)
 # Headers that belong to one connection, not to the request or the answer (RFC 9110 7.6.1),
 # and those the proxy sets itself: the target's host, and the length of what it sends.
@@ -242,7 +256,9 @@ async def _read_body(receive: Receive) -> bytes | None:
 class Proxy:
     """The validating proxy, as an ASGI app: see the module. `target` is the platform's base
     URL (the control plane under `/api/svc/v1`); `gateway` its gateway's (default: the
-    target's, under the gateway prefix)."""
+    target's, under the gateway prefix). `timeout` is each answer's whole deadline;
+    `stream_large` whether an answer over MAX_CHECKED_BODY is passed on as it streams,
+    unchecked (else it is refused as too large)."""
 
     def __init__(
         self,
@@ -253,8 +269,10 @@ class Proxy:
         timeout: float = DEFAULT_TIMEOUT,
         recorder: Recorder | None = None,
         journal_budget: int = DEFAULT_BUDGET,
+        stream_large: bool = True,
     ):
         self.target = target.rstrip("/")
+        self.stream_large = stream_large
         self.router = Router(gateway_prefix)
         self.gateway = (gateway or self.target + self.router.gateway_prefix).rstrip("/")
         self.timeout = timeout
@@ -306,7 +324,7 @@ class Proxy:
         raw = await _read_body(receive)
         exchange = self._exchange(scope, operation, path_params, raw or b"")
         if raw is None:
-            status, code = TOO_LARGE
+            status, code = REQUEST_TOO_LARGE
             message = f"Request body is over the proxy's limit of {MAX_REQUEST_BODY} bytes"
             exchange.request_problems = [{"location": "body", "field": "", "message": message}]
             await self._answer(send, *_error_answer(status, code, message))
@@ -336,28 +354,43 @@ class Proxy:
             await self._answer(send, *_error_answer(status, code, masked_text(message)))
             self._record(exchange, status, started)
             return
-        answered = False
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        response: httpx.Response | None = None
+        streaming = False  # the client has the answer's head: no error answer can follow
         try:
-            response = await client.send(request, stream=True)
-            try:
+            async with asyncio.timeout_at(deadline):
+                response = await client.send(request, stream=True)
                 body, rest = await _first(response)
-                if rest is None:
-                    await self._checked(scope, raw, exchange, response, body, send)
-                else:
-                    exchange.unchecked = f"the answer is over {MAX_CHECKED_BODY} bytes"
-                    answered = True
+            over = _over_the_cap(body, rest)
+            if over is None:
+                await self._checked(scope, raw, exchange, response, body, send)
+            elif not self.stream_large:
+                del body, rest  # not read further, nor kept
+                exchange.failure = TOO_LARGE
+                message = f"The target's answer is {over}: not read further, and not checked"
+                await self._failed(exchange, send, started, TARGET_TOO_LARGE, message, False)
+                return
+            else:
+                exchange.unchecked = f"the answer is {over}"
+                streaming = True
+                async with asyncio.timeout_at(deadline):
                     await self._streamed(response, body, rest, send)
-                self._record(exchange, response.status_code, started)
-            finally:
-                await response.aclose()
-        except httpx.TimeoutException:
-            exchange.failure = TIMEOUT
-            message = f"The target gave no answer within {self.timeout:g} s"
-            await self._failed(exchange, send, started, TARGET_TIMED_OUT, message, answered)
+            self._record(exchange, response.status_code, started)
+        except (TimeoutError, httpx.TimeoutException):
+            if response is None:
+                exchange.failure = TIMEOUT
+                message = f"The target gave no answer within {self.timeout:g} s"
+            else:
+                exchange.failure = TOO_SLOW
+                message = f"The target's answer did not arrive in full within {self.timeout:g} s"
+            await self._failed(exchange, send, started, TARGET_TIMED_OUT, message, streaming)
         except httpx.HTTPError as exc:
             exchange.failure = TARGET_ERROR
             message = f"The target did not answer: {type(exc).__name__}: {exc}"
-            await self._failed(exchange, send, started, TARGET_UNREACHABLE, message, answered)
+            await self._failed(exchange, send, started, TARGET_UNREACHABLE, message, streaming)
+        finally:
+            if response is not None:
+                await response.aclose()
 
     async def _failed(
         self,
@@ -426,8 +459,9 @@ class Proxy:
             }
         )
         await send({"type": "http.response.body", "body": head, "more_body": True})
-        async for chunk in rest:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if rest is not None:
+            async for chunk in rest:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     @staticmethod
@@ -488,6 +522,18 @@ async def _first(response: httpx.Response) -> tuple[bytes, Any]:
         if size > MAX_CHECKED_BODY:
             return b"".join(chunks), rest
     return b"".join(chunks), None
+
+
+def _over_the_cap(body: bytes, rest: Any) -> str | None:
+    """How an answer is over what the proxy checks of one (its bytes, or the JSON values
+    its body can hold: a few bytes each, `{},{},...`, and tens of bytes each once read), or
+    None when it is within both."""
+    if rest is not None:
+        return f"over {MAX_CHECKED_BODY} bytes"
+    values = body.count(b",") + body.count(b"[") + body.count(b"{")  # at most this many
+    if values > MAX_CHECKED_VALUES:
+        return f"over {MAX_CHECKED_VALUES} JSON values"
+    return None
 
 
 def _parsed(content_type: str, body: bytes) -> Any:

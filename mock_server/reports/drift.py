@@ -8,7 +8,8 @@ contract does not list, any other rule); an error code the contract's table does
 for the status, or a `statusCode` that is not the status. `DriftReport` counts each
 difference per operation, with an example, and keeps apart what is not drift: requests the
 contract does not cover (forwarded and listed), requests that broke the contract themselves
-(the client's doing), and answers the target failed to give (timeouts, connection errors).
+(the client's doing), and answers the target failed to give (timeouts, answers too slow or
+too large, connection errors).
 `judge` gives the verdict; `mock_server.reports.drift_files` writes the report in each format.
 
 A report has a bounded size whatever the traffic: differences are grouped by operation,
@@ -60,8 +61,11 @@ _BY_KEYWORD = {
     "enum": ENUM_VALUE,
 }
 # How a target failed to answer: never drift.
-TIMEOUT = "timeout"
-TARGET_ERROR = "error"
+TIMEOUT = "timeout"  # no answer began within the deadline
+TOO_SLOW = "too slow"  # an answer began, and did not arrive in full within the deadline
+TOO_LARGE = "too large"  # an answer over what `drift` reads of one, not read further
+TARGET_ERROR = "error"  # the connection failed
+FAILURES = (TIMEOUT, TOO_SLOW, TOO_LARGE, TARGET_ERROR)
 
 MAX_GROUPS = 50  # kinds of difference kept apart per operation; past it, counted
 MAX_UNCOVERED = 50  # distinct requests the contract does not cover kept by name
@@ -121,7 +125,7 @@ class ProxiedExchange(Entry):
     response_body: bytes = b""
     request_problems: list[Detail] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
-    failure: str | None = None  # TIMEOUT or TARGET_ERROR: the target gave no answer
+    failure: str | None = None  # one of FAILURES: the target gave no answer to check
     unchecked: str | None = None  # why an answer was forwarded without a check
 
     @property
@@ -382,7 +386,7 @@ class DriftReport:
                     kind: sum(
                         u.failures[kind].count for u in self._usage.values() if kind in u.failures
                     )
-                    for kind in (TIMEOUT, TARGET_ERROR)
+                    for kind in FAILURES
                 }
             )
             return {
@@ -401,6 +405,8 @@ class DriftReport:
                     "operationsNotChecked": [op for op in self._operations if op not in checked],
                     "checkedPercent": percent(len(checked), len(self._operations)),
                     "timeouts": failures[TIMEOUT],
+                    "tooSlow": failures[TOO_SLOW],
+                    "tooLarge": failures[TOO_LARGE],
                     "targetErrors": failures[TARGET_ERROR],
                     "requestViolations": sum(u.violating for u in self._usage.values()),
                     "uncovered": sum(self._uncovered.values()) + self._other_uncovered,
@@ -464,11 +470,13 @@ def judge(report: dict[str, Any]) -> dict[str, Any]:
     else:
         said = f"every answer checked ({checked}) agrees with the contract"
     checks = [{"check": "drift", "passed": not differences, "summary": said}]
-    failed = summary["timeouts"] + summary["targetErrors"]
+    ways = {"timeouts": "timed out", "tooSlow": "too slow", "tooLarge": "too large"}
+    ways["targetErrors"] = "failed"
+    failed = sum(summary[key] for key in ways)
     if failed:
+        said = ", ".join(f"{summary[key]} {way}" for key, way in ways.items() if summary[key])
         answered = (
-            f"the target failed to answer {failed} request(s) ({summary['timeouts']} timed "
-            f"out, {summary['targetErrors']} failed): not drift, and not checked"
+            f"the target failed to answer {failed} request(s) ({said}): not drift, and not checked"
         )
     elif not checked:
         answered = "no answer of the target was checked"

@@ -11,14 +11,17 @@ carries what the platform's own CLI and library read from it without checking it
 (`subject_claims`): the tenant's name, and the user's e-mail or the other subject's name.
 
 Nothing may lock a user out: the development tokens the command line prints never expire
-on any world clock (no `nbf`, an `exp` past the last representable instant); the admin
-token is checked without the world's clock, so neither a re-seed nor a clock set to 2036
-takes the admin API away.
+on any world clock (no `nbf`, an `exp` past the last representable instant). Every token's
+time claims are checked: a platform subject's against the world's clock, the admin token's
+against the wall clock, so neither a re-seed nor a world clock set to 2036 takes the admin
+API away, and an admin token whose `exp` has passed or whose `nbf` is to come is refused
+as any other token is (401, code 40103).
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +124,14 @@ class Signer:
         return jwt.encode(claims, self.key, algorithm=ALGORITHM)
 
 
+def _check_time(claims: dict[str, Any], now: float) -> None:
+    """Refuse a token whose `exp` has passed, or whose `nbf` is to come, at `now`."""
+    if claims["exp"] <= now:
+        raise errors.ExpiredToken("Bearer token has expired")
+    if "nbf" in claims and claims["nbf"] > now:
+        raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
+
+
 class Authenticator:
     """Turns an `Authorization` header into a Caller, or raises the matching 401."""
 
@@ -138,21 +149,19 @@ class Authenticator:
         a request refused later (by validation, a fault, its handler) leaves no trace."""
         claims = self._claims(authorization, self.store.signer.key)
         caller, token = self._caller(claims)  # a token the world no longer holds says so first
-        now = self.store.sources.clock.now().timestamp()
-        if claims["exp"] <= now:
-            raise errors.ExpiredToken("Bearer token has expired")
-        if "nbf" in claims and claims["nbf"] > now:
-            raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
+        _check_time(claims, self.store.sources.clock.now().timestamp())
         return caller, token
 
     def authenticate_admin(self, authorization: str | None) -> dict[str, Any]:
-        """The admin token's claims; any other valid token is refused with 403. The world's
-        clock does not apply: the admin API stays open whatever time the world shows."""
+        """The admin token's claims; any other valid token is refused with 403. Its time
+        claims are checked against the wall clock, not the world's: the admin API stays open
+        whatever time the world shows."""
         claims = self._claims(authorization, self.store.signer.key)
         if claims.get("subjectType") != ADMIN.type or claims.get("sub") != ADMIN.id:
             raise errors.PermissionDenied(
                 "The admin API needs the mock's admin token; this token names a platform subject"
             )
+        _check_time(claims, time.time())
         return claims
 
     def _claims(self, authorization: str | None, key: str) -> dict[str, Any]:

@@ -3,12 +3,16 @@
 `Hub.publish` is called wherever something happens (a request journaled, the world reset or
 reloaded, a fault rule added, the journal cleared), from the event loop or from any other
 thread (a test's, the fixture watcher's). It never waits: each subscriber has a queue of at
-most `QUEUE_LIMIT` events, and an event that finds it full is dropped and counted; the
+most `QUEUE_BYTES` bytes of events (a budget in bytes, not in events: a thousand requests
+of 20 kB each are 20 MB), and an event that finds no room is dropped and counted; the
 subscriber's next event is then a `gap` saying how many it missed, and the page reads the
-journal again. With no subscriber, publishing costs a length check.
+journal again. An event is published once, and its bytes shared by every queue it enters.
+With no subscriber, publishing costs a length check.
 
-`mock_server.http.events` serves the stream of a subscriber (`GET /__admin/events`); `close`
-ends every stream when the server stops.
+`mock_server.http.events` serves the stream of a subscriber (`GET /__admin/events`), taking
+at most `WRITE_BYTES` of its queue for each write (`take`): a reader that resumes after a
+stall is sent its backlog a part at a time, each part waiting on the reader, never copied
+whole into one write. `close` ends every stream when the server stops.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from mock_server.core import escape, masking
 from mock_server.services.faults import Faults
 from mock_server.services.journal import Entry, Journal
 
-QUEUE_LIMIT = 1000  # events kept for a subscriber that does not read; past it, dropped
+QUEUE_BYTES = 1024 * 1024  # of events kept for a subscriber that does not read; past it, dropped
+WRITE_BYTES = 64 * 1024  # of events a stream writes at once (or one event, if larger)
 MAX_SUBSCRIBERS = 32  # streams at once; another is refused (503) rather than slowing all
 
 
@@ -42,16 +47,18 @@ class Subscriber:
         self.loop = loop
         self.thread = threading.get_ident()
         self.queue: deque[bytes] = deque()
+        self.queued = 0  # bytes in the queue
         self.missed = 0  # events dropped since the stream last wrote
         self.ready = asyncio.Event()
         self.closed = False
 
     def put(self, event: bytes) -> None:
         """Called with the hub's lock held."""
-        if len(self.queue) >= QUEUE_LIMIT:
+        if self.queued + len(event) > QUEUE_BYTES:
             self.missed += 1
             return
         self.queue.append(event)
+        self.queued += len(event)
         self._wake()
 
     def close(self) -> None:
@@ -120,14 +127,24 @@ class Hub:
                 self._subscribers.remove(subscriber)
 
     def take(self, subscriber: Subscriber) -> bytes:
-        """What a stream writes next: a `gap` saying how many events it missed, if it missed
-        any, then those queued for it."""
+        """What a stream writes next (called on its loop): a `gap` saying how many events it
+        missed, if it missed any, then the events queued for it, up to WRITE_BYTES (at least
+        one). If more are queued, the subscriber stays ready."""
+        events: list[bytes] = []
+        size = 0
         with self._lock:
-            events = list(subscriber.queue)
-            subscriber.queue.clear()
             missed, subscriber.missed = subscriber.missed, 0
-        if missed:
-            events.insert(0, encoded("gap", {"missed": missed}))
+            if missed:
+                events.append(encoded("gap", {"missed": missed}))
+                size = len(events[0])
+            queue = subscriber.queue
+            while queue and (not events or size + len(queue[0]) <= WRITE_BYTES):
+                event = queue.popleft()
+                subscriber.queued -= len(event)
+                events.append(event)
+                size += len(event)
+            if queue:
+                subscriber.ready.set()
         return b"".join(events)
 
     def close(self) -> None:
