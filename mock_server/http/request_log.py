@@ -33,13 +33,14 @@ from typing import IO, Any, cast
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server.core import escape
+from mock_server.core.choices import LOG_FORMATS
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
 from mock_server.services.journal import Entry
 
 LOGGER_NAME = "platform_mock.requests"
 logger = logging.getLogger(LOGGER_NAME)
-FORMATS = ("text", "json")
+FORMATS = LOG_FORMATS
 UNAUTHENTICATED = "-"
 
 

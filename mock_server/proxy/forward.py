@@ -49,6 +49,7 @@ from mock_server.contract.validation import (
     without_null_optionals,
 )
 from mock_server.core import errors
+from mock_server.core.choices import PROXY_TIMEOUT_SECONDS
 from mock_server.core.media import is_json, media_type
 from mock_server.core.redact import masked, masked_text
 from mock_server.http.middleware import KEPT_HEADERS
@@ -66,7 +67,8 @@ from mock_server.services.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
 
 MAX_REQUEST_BODY = 8 * 1024 * 1024  # bytes of a request body the proxy forwards
 MAX_CHECKED_BODY = 16 * 1024 * 1024  # bytes of an answer checked; past it, streamed unchecked
-DEFAULT_TIMEOUT = 30.0  # seconds the target may take to connect, or between two reads
+# Seconds the target may take to connect, or between two reads.
+DEFAULT_TIMEOUT = PROXY_TIMEOUT_SECONDS
 # The proxy's own answers when the target gives none (not conditions of the platform).
 TARGET_UNREACHABLE = (502, 50201)
 TARGET_TIMED_OUT = (504, 50401)
