@@ -108,7 +108,7 @@ def ci_run(path: Path, log_format: str) -> Outputs:
     done = subprocess.run(
         [
             sys.executable, "-m", "mock_server", "run", "--fail-on-violation", "--report",
-            "contract", "--log-format", log_format, "--",
+            "contract", "--log-format", log_format, "--log-file", "-", "--",
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml=junit.xml",
         ],
         cwd=path, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, env=env,
