@@ -416,13 +416,21 @@ def test_serve_takes_its_options_from_the_environment(tmp_path: Path):
 # -- a taken port, a big world ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["serve", "run"])
-def test_a_taken_port_suggests_port_0(name: str):
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["serve"], id="serve"),
+        pytest.param(["run", "--", "true"], id="run"),
+        pytest.param(["proxy", "--target", "http://platform.example"], id="proxy"),
+    ],
+)
+def test_a_taken_port_suggests_port_0(args: list[str]):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = command(name, "--port", str(port), *(["--", "true"] if name == "run" else []))
+        head = args[: args.index("--")] if "--" in args else args
+        done = command(*head, "--port", str(port), *args[len(head) :])
     assert done.returncode == 3
     line = done.stderr.splitlines()[-1]
     assert line.startswith(f"platform-mock: cannot listen on 127.0.0.1:{port}: ")

@@ -303,3 +303,35 @@ def test_a_command_of_run_gets_a_token_of_runs_own_server(session, served):
         stdin=subprocess.DEVNULL,
     )
     assert (done.returncode, done.stdout) == (0, "200\n"), done.stderr
+
+
+def test_a_server_that_cannot_record_itself_says_so_and_serves(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")  # the runtime directory's place is a file: nothing can go in it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mock_server", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment(PLATFORM_MOCK_RUNTIME_DIR=str(blocked / "runtime")),
+    )
+    try:
+        assert process.stdout is not None
+        banner = ""
+        while "Press Ctrl-C" not in banner:
+            line = process.stdout.readline()
+            assert line, banner
+            banner += line
+        found = URL.search(banner)
+        assert found
+        assert httpx.get(found["base"] + "/__admin/health", timeout=30).status_code == 200
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert (
+        f"platform-mock: cannot record this server for `platform-mock token` in "
+        f"{blocked / 'runtime'}: "
+    ) in stderr
+    assert "eyJ" not in stderr  # the file's tokens are nowhere else

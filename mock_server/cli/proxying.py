@@ -23,7 +23,6 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from mock_server.cli.options import (
-    EXIT_CANNOT_BIND,
     EXIT_USAGE,
     Parser,
     examples,
@@ -294,9 +293,9 @@ def _proxy(
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
-        where = f"{args.host}:{args.port}"
-        print(f"platform-mock: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
-        return EXIT_CANNOT_BIND
+        from mock_server.cli.serving import cannot_bind
+
+        return cannot_bind(args.host, args.port, exc)
     host, port = sock.getsockname()[:2]
     base = base_url(host, port)
     print(
