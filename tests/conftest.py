@@ -3,7 +3,9 @@ HTTP), reset before each test, with clients and helpers on top."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,6 +26,11 @@ from mock_server.services.auth import Signer, new_key
 from mock_server.state import Store
 
 CONTROL_PLANE = "/api/svc/v1"
+
+# The servers the tests start record themselves for `platform-mock token`
+# (mock_server/cli/runtime.py): in a directory of this process's own, not in the user's.
+os.environ["PLATFORM_MOCK_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="platform-mock-runtime-")
+atexit.register(shutil.rmtree, os.environ["PLATFORM_MOCK_RUNTIME_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -131,6 +131,8 @@ def test_banner_names_each_fixture_file_and_counts_what_it_added(tmp_path: Path)
         "teams:\n  - name: solo\n    members: [dana@acme.example]\n"
     )
     printed = banner("--no-default-fixtures", "--fixtures", str(extra), "--seed", "7")
+    loading, printed = printed.split("\n", 1)
+    assert re.fullmatch(rf"platform-mock: loading the world \({extra}\)\.\.\. \d+\.\d s", loading)
     assert printed.startswith("platform-mock ") and "(seed 7)\n" in printed
     assert f"  fixtures:      {extra}\n" in printed
     assert (
@@ -421,12 +423,15 @@ UNKEYED = {k: v for k, v in os.environ.items() if k != "PLATFORM_MOCK_SIGNING_KE
 
 
 @pytest.mark.parametrize("args", [[], ["--admin"]], ids=["user", "admin"])
-def test_token_command_without_the_servers_key_says_how_to_get_a_token(args):
-    result = token_command(*args, env=UNKEYED)
+def test_token_command_with_no_server_running_and_no_key_says_how_to_get_a_token(
+    args, tmp_path: Path
+):
+    result = token_command(*args, env={**UNKEYED, "PLATFORM_MOCK_RUNTIME_DIR": str(tmp_path)})
     assert (result.returncode, result.stdout) == (2, "")
     line = result.stderr.strip()
-    assert "\n" not in line and line.startswith("platform-mock: a server signs its tokens")
-    assert "banner" in line and "POST /__admin/tokens" in line and "--signing-key" in line
+    assert "\n" not in line
+    assert line.startswith("platform-mock: no server is running for this user")
+    assert "`platform-mock serve`" in line and "--signing-key" in line
 
 
 @pytest.mark.parametrize(

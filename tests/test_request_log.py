@@ -173,7 +173,7 @@ def test_unauthenticated_request_has_no_caller_and_says_why(piped):
 def test_fault_line_names_the_rule_that_fired(piped):
     line, _ = line_of(piped, "503")
     assert f"/gateway/responses/{DEMO_RESPONSE} 503 getModelResponse" in line
-    assert line.endswith("code 50301 fault fault-1")
+    assert line.endswith("code 50301 (armed fault fault-1)")
 
 
 def test_admin_request_is_not_logged_at_the_default_level(piped):

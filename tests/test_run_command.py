@@ -184,10 +184,11 @@ def test_min_coverage_met_passes():
     assert done.returncode == 0, done.stderr
 
 
-def test_request_log_on_stderr_shows_the_failed_request_only(violating):
+def test_request_log_stays_off_the_commands_output_by_default(violating):
     done, _ = violating
-    logged = [line for line in done.stderr.splitlines() if LOG_LINE.match(line)]
-    assert len(logged) == 1 and " 400 getOrCreatePersonalAccessToken " in logged[0], logged
+    output = done.stdout.splitlines() + done.stderr.splitlines()
+    assert [line for line in output if LOG_LINE.match(line)] == []
+    assert "  request log:   off (--log-file FILE keeps it" in done.stderr
 
 
 # -- the reports -----------------------------------------------------------------------------

@@ -1,8 +1,12 @@
 """The `platform-mock` command: each subcommand dispatched to the module that owns it.
 
 `options` declares and checks every option; `serving` serves the mock (`serve`); `running`
-runs a command against it (`run`), under `supervision`; `token` mints a development token;
-`proxying` owns `proxy` and `drift`."""
+runs a command against it (`run`), under `supervision`; `token` prints a token of a running
+server (`runtime` finds it) or mints one; `proxying` owns `proxy` and `drift`.
+
+The options are read before anything else is imported: `--version`, `--help` and a usage
+error import nothing of the web stack or the contract, and each command imports what it
+runs when it runs."""
 
 from __future__ import annotations
 
@@ -17,20 +21,48 @@ import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
+from typing import TYPE_CHECKING, Any, TypeGuard  # noqa: E402
 
-from mock_server.cli import options, proxying, supervision, watch  # noqa: E402
+from mock_server.cli import options, proxying  # noqa: E402
+
+if TYPE_CHECKING:
+    from mock_server.fixtures.loader import FixtureError
 from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_FORCED, refusal  # noqa: E402
-from mock_server.cli.running import run  # noqa: E402
-from mock_server.cli.serving import ForegroundServer, serve, world_counts  # noqa: E402
-from mock_server.cli.token import token  # noqa: E402
-from mock_server.fixtures.loader import FixtureError  # noqa: E402
-from mock_server.http import request_log  # noqa: E402
-from mock_server.http.server import raise_file_limit  # noqa: E402
+
+COMMANDS = ("serve", "run", "token", *proxying.COMMANDS)
+# The commands whose options may come from the environment (PLATFORM_MOCK_<OPTION>).
+FROM_ENVIRONMENT = ("serve", "run", "token")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command's parser, with every subcommand."""
-    return options.build_parser(proxying.add_commands)
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command's parser, with every subcommand (with `only`, the options of that one)."""
+    return options.build_parser(proxying.add_commands, only=only)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from mock_server.cli.serving import serve as serving
+
+    return serving(args)
+
+
+def run(args: argparse.Namespace, command: list[str]) -> int:
+    from mock_server.cli.running import run as running
+
+    return running(args, command)
+
+
+def token(args: argparse.Namespace) -> int:
+    from mock_server.cli.token import token as printing
+
+    return printing(args)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "world_counts":  # the banner's counts, for tests; imported on first use
+        from mock_server.cli.serving import world_counts
+
+        return world_counts
+    raise AttributeError(f"module 'mock_server.cli' has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,44 +78,81 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def _parsed(arguments: list[str]) -> argparse.Namespace:
+    """The options before any `--`, the command's own and its variables', or a usage error."""
+    name = options.command_of(arguments)
+    if name is None and not {"-h", "--help", "--version"} & set(arguments):
+        options.usage_error(
+            f"a command is needed: {', '.join(COMMANDS)} (see {options.PROG} --help)"
+        )
+    if name is not None and name not in COMMANDS:
+        fix = options.suggestion(name, COMMANDS) or f"; the commands are {', '.join(COMMANDS)}"
+        options.usage_error(f"no command {name!r}{fix}")
+    parser = build_parser(only=name or "")  # "": no command's options (--help, --version)
+    if name in FROM_ENVIRONMENT:
+        options.defaults_from_environment(parser.commands[name])  # type: ignore[attr-defined]
+    return parser.parse_args(arguments)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # `run`'s command is everything after the first `--`, options included, untouched.
     split = arguments.index("--") if "--" in arguments else len(arguments)
-    parser = build_parser()
-    args = parser.parse_args(arguments[:split])
+    args = _parsed(arguments[:split])
     command = arguments[split + 1 :]
     if args.command == "run" and not command:
-        parser.error("run needs a command after --: platform-mock run [options] -- COMMAND ...")
+        options.usage_error(
+            "run needs a command after --: platform-mock run [options] -- COMMAND ...",
+            f"{options.PROG} run",
+        )
     if args.command != "run" and split < len(arguments):
-        parser.error(f"{args.command} takes no command; did you mean: platform-mock run ... --")
+        options.usage_error(
+            f"{args.command} takes no command; did you mean: platform-mock run ... -- COMMAND"
+        )
     refused = refusal(args)
     if refused:
         status, message = refused
         print(f"platform-mock: {message}", file=sys.stderr)
         return status
     if args.command in ("serve", "run"):
+        from mock_server.cli import supervision
+        from mock_server.http.server import raise_file_limit
+
         supervision.remember_file_limit(raise_file_limit())
     try:
         if args.command in proxying.COMMANDS:
+            from mock_server.cli.serving import ForegroundServer
+
             return proxying.run(args, ForegroundServer)
         if args.command == "serve":
             return serve(args)
         return run(args, command) if args.command == "run" else token(args)
-    except FixtureError as exc:
-        shown = "\n".join(watch.said(exc))  # what the files hold, and their names
-        print(f"platform-mock: invalid fixtures:\n{shown}", file=sys.stderr)
-        return EXIT_BAD_FIXTURES
     except KeyboardInterrupt:  # Ctrl-C while loading fixtures or writing the report
         return EXIT_FORCED + signal.SIGINT
+    except Exception as exc:
+        if not _is_fixture_error(exc):
+            raise
+        from mock_server.cli import watch  # the loader is imported: so is what shows it
+
+        shown = "\n".join(watch.said(exc))  # what the files hold, and their names, masked
+        print(f"platform-mock: invalid fixtures:\n{shown}", file=sys.stderr)
+        return EXIT_BAD_FIXTURES
     finally:
         _close_log()
+
+
+def _is_fixture_error(exc: Exception) -> TypeGuard[FixtureError]:
+    """Whether `exc` is the fixtures' refusal (only once they were read: the loader is then
+    imported)."""
+    loader = sys.modules.get("mock_server.fixtures.loader")
+    return loader is not None and isinstance(exc, loader.FixtureError)
 
 
 def _close_log() -> None:
     """Give the request log's reader a last, bounded chance to take what is left, and say
     how many lines it missed."""
-    dropped = request_log.close()
+    request_log = sys.modules.get("mock_server.http.request_log")
+    dropped = request_log.close() if request_log is not None else 0
     if dropped:
         print(
             f"platform-mock: the request log dropped {dropped} line(s): its reader did not keep up",
@@ -91,4 +160,4 @@ def _close_log() -> None:
         )
 
 
-__all__ = ["build_parser", "main", "run", "serve", "token", "world_counts"]
+__all__ = ["build_parser", "main", "run", "serve", "token"]

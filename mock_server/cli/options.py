@@ -1,28 +1,31 @@
-"""The command's options: declared once for each subcommand, each checked before anything
-starts (a refused option is one line on stderr and a usage status), and the exit statuses
-the command speaks."""
+"""The command's options: declared once for each subcommand, read from the command line or
+the environment (`PLATFORM_MOCK_<OPTION>`, the command line winning), each checked before
+anything starts (a refused option is one line on stderr and a usage status, with the fix
+when there is one), and the exit statuses the command speaks.
+
+Reading the options imports nothing of the mock, so that `--version`, `--help` and a usage
+error answer at once: what checks a value against the mock's own rules is imported when an
+option is given (its type) or once the options are read (`refusal`, `config`)."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import ipaddress
 import os
 import re
-from collections.abc import Callable
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from mock_server.contract.validation import number_problem
+from mock_server.core.choices import HOST_CHECKS, JOURNAL_BUDGET_MIB, LOG_FORMATS, REPORT_FORMATS
 from mock_server.core.version import __version__
-from mock_server.http import request_log
-from mock_server.http.cors import origin_problem
-from mock_server.http.hosts import allowed_host_problem
-from mock_server.http.mock import ADMIN_PREFIX, API_ROOT, HOST_CHECKS, MockConfig
-from mock_server.reports import report_files
-from mock_server.reports.report import percentage
-from mock_server.services.auth import KEY_VARIABLE, key_problem
-from mock_server.services.journal import DEFAULT_BUDGET
-from mock_server.state.sources import seed_problem
+
+if TYPE_CHECKING:
+    from mock_server.http.mock import MockConfig
 
 EXIT_VIOLATIONS = 1  # the contract checks asked for failed
 EXIT_BAD_FIXTURES = 2
@@ -32,12 +35,13 @@ EXIT_CANNOT_RUN = 126  # as a shell reports a command it found but could not run
 EXIT_NOT_FOUND = 127  # as a shell reports a command it did not find
 EXIT_FORCED = 128  # plus the signal's number, as a shell reports a process a signal ended
 
-
-# Paths the app answers itself whatever the gateway's prefix (mock_server.http.mock): the platform
-# API's root, the admin API, and the Swagger UI (with its static files) and spec of the
-# control plane, whose base path is `/`. A gateway there would shadow them or be shadowed.
-RESERVED_PATHS = (API_ROOT.rstrip("/"), ADMIN_PREFIX, "/docs", "/openapi.json", "/openapi.yaml")
-
+PROG = "platform-mock"
+# Where an option of serve, run (and the world and key options of token) may also come from:
+# PLATFORM_MOCK_ and its name, upper case, - as _ (--log-level: PLATFORM_MOCK_LOG_LEVEL).
+VARIABLE_PREFIX = "PLATFORM_MOCK_"
+# The values a variable of a yes-or-no option (--quiet) may hold, either case.
+YES, NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 # Characters a path segment holds unescaped with no meaning to the routers: `{}` would make
 # a route parameter of the prefix, and `%`, `?` or `#` a prefix no request path matches.
@@ -50,48 +54,22 @@ NO_USER = (
 )
 
 
-NO_KEY = (
-    "a server signs its tokens with a key it draws when it starts, which no other process "
-    "knows: copy the token from the server's banner, mint one with POST /__admin/tokens "
-    f"(with the admin token), or give the server and this command the same key "
-    f"(--signing-key, or the variable {KEY_VARIABLE})"
-)
+def usage_error(message: str, prog: str = PROG) -> NoReturn:
+    """Refuse the command line: one line on stderr, and the usage status."""
+    print(f"{prog}: {message}", file=sys.stderr)
+    sys.exit(EXIT_USAGE)
 
 
-def _world_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--fixtures",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="fixture YAML file loaded after the defaults (repeatable)",
-    )
-    parser.add_argument(
-        "--no-default-fixtures",
-        action="store_true",
-        help="start from an empty world instead of the bundled default fixtures",
-    )
-    parser.add_argument(
-        "--seed",
-        type=_seed,
-        default=0,
-        help="seed of ids, timestamps and data: a whole number from 0 to 2^53 - 1 (default 0)",
-    )
-
-
-def _key_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--signing-key",
-        metavar="KEY",
-        default=None,
-        help=f"the key that signs the tokens, of at least 32 bytes (default: the variable "
-        f"{KEY_VARIABLE}, else a key drawn at random when the server starts); a key given "
-        "keeps tokens valid across restarts",
-    )
+def suggestion(word: str, known: Sequence[str]) -> str:
+    """`; did you mean X?` for the known word closest to `word`, or "" when none is close."""
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def whole_number(text: str) -> int:
     """An integer option in the one grammar of integers (`int()` would take `1_0`, ` 5`)."""
+    from mock_server.contract.validation import number_problem
+
     problem = number_problem(text, "integer")
     if problem:
         raise argparse.ArgumentTypeError(problem)
@@ -101,22 +79,244 @@ def whole_number(text: str) -> int:
         raise argparse.ArgumentTypeError(f"a number of {len(text):,} digits is too big") from None
 
 
+def one_of(choices: Sequence[str]) -> Callable[[str], str]:
+    """A type that takes one of `choices`, refusing anything else with the closest one."""
+
+    def chosen(text: str) -> str:
+        if text not in choices:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not one of {', '.join(choices)}{suggestion(text, choices)}"
+            )
+        return text
+
+    return chosen
+
+
+def _yes_or_no(text: str) -> bool:
+    if text.lower() in YES:
+        return True
+    if text.lower() in NO:
+        return False
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not yes or no: one of {', '.join(YES)} or {', '.join(NO)}"
+    )
+
+
+@dataclass(frozen=True)
+class FromEnvironment:
+    """An option's value as its variable gives it, not yet read: the command line may still
+    replace it, and a value it replaces is never checked."""
+
+    variable: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Variable:
+    """The variable of an option, and how its text becomes the option's value."""
+
+    name: str
+    read: Callable[[str], Any]
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse's parser, refusing `--option=--`: argparse drops a `--` given as an option's
-    value and leaves the option an empty list, never checked by its type. The subcommands'
-    parsers are of this class too (argparse makes them of their parent's)."""
+    """argparse's parser, with short usage errors: one line, and the fix (the option or
+    command meant, or where the help is) instead of the whole usage. It refuses
+    `--option=--`: argparse drops a `--` given as an option's value and leaves the option
+    an empty list, never checked by its type. The subcommands' parsers are of this class
+    too (argparse makes them of their parent's)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The examples of each command's help keep their lines.
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.variables: dict[str, Variable] = {}  # by destination: those it reads
+        self.given: list[str] = []  # the arguments being read
+        self.commands: dict[str, Parser] = {}  # a command's parser by its name
 
     def parse_known_args(  # type: ignore[override]
-        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        for arg in args or []:
+        self.given = list(args or [])
+        for arg in self.given:
             name, equals, value = arg.partition("=")
             if equals and value == "--" and name.startswith("-"):
                 self.error(f"argument {name}: expected one argument")
         return super().parse_known_args(args, namespace)
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        found, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = self.commands.get(getattr(found, "command", None) or "", self)
+            command.unexpected(extra[0])
+        if self.commands:
+            read_environment(found, self.commands.get(found.command))
+        return found
+
+    def unexpected(self, arg: str) -> NoReturn:
+        """Refuse an argument this command does not take, naming the one meant."""
+        if not arg.startswith("-") or arg == "-":
+            fix = (
+                f"the command goes after --: {self.prog} [options] -- {arg} ..."
+                if self.prog == f"{PROG} run"
+                else f"see {self.prog} --help"
+            )
+            usage_error(f"unexpected argument {arg!r}; {fix}", self.prog)
+        name = arg.partition("=")[0]
+        fix = suggestion(name, self.known_options()) or f"; {self.prog} --help lists them"
+        usage_error(f"no option {name}{fix}", self.prog)
+
+    def known_options(self) -> list[str]:
+        """Every option the command has, as its help names them (argparse lists them no
+        other way)."""
+        return sorted(set(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", self.format_help())))
+
+    def error(self, message: str) -> NoReturn:
+        # An option mistyped is the first thing to fix: a required one it was meant to be
+        # is missing only because of it.
+        for arg in self.given if not self.commands else []:  # a command's own parser
+            name = arg.partition("=")[0]
+            mistyped = name.startswith("--") and name != "--"
+            if mistyped and not any(known.startswith(name) for known in self.known_options()):
+                self.unexpected(arg)
+        fix = "" if "did you mean" in message else f" (see {self.prog} --help)"
+        usage_error(message + fix, self.prog)
+
+    def option(
+        self,
+        *names: str,
+        variable: bool = True,
+        split: Callable[[str], list[str]] | None = None,
+        group: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Declare an option (in `group`, if given) and, with `variable`, its variable:
+        PLATFORM_MOCK_ and its name. A repeatable option's variable holds its values as
+        `split` parts them; a value given on the command line replaces the variable's."""
+        if kwargs.get("action") == "append":
+            kwargs["action"] = Repeated
+        action = (group or self).add_argument(*names, **kwargs)
+        if not variable:
+            return
+        name = VARIABLE_PREFIX + names[0].lstrip("-").upper().replace("-", "_")
+        kind = kwargs.get("type") or str
+        if kwargs.get("action") == "store_true":
+            read: Callable[[str], Any] = _yes_or_no
+        elif kwargs.get("action") is Repeated:
+            part = split or str.split
+            read = lambda text: [kind(item) for item in part(text) if item]  # noqa: E731
+        else:
+            read = kind
+        self.variables[action.dest] = Variable(name, read)
+
+
+class Repeated(argparse.Action):
+    """A repeatable option (argparse's append), whose values on the command line replace
+    those of its variable rather than adding to them."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        current = getattr(namespace, self.dest, None)
+        items = list(current) if isinstance(current, list) else []
+        setattr(namespace, self.dest, [*items, values])
+
+
+def read_environment(args: argparse.Namespace, command: Parser | None) -> None:
+    """Read each option the command line left to its variable: refused in one line naming
+    the variable, or set, and the variable kept in `args.from_environment` for any later
+    message about the value."""
+    args.from_environment = {}
+    for dest, variable in (command.variables if command else {}).items():
+        value = getattr(args, dest, None)
+        if not isinstance(value, FromEnvironment):
+            continue
+        try:
+            setattr(args, dest, variable.read(value.text))
+        except (argparse.ArgumentTypeError, ValueError) as exc:
+            usage_error(f"{variable.name}: {exc}")
+        args.from_environment[dest] = variable.name
+
+
+def defaults_from_environment(command: Parser, environ: dict[str, str] | None = None) -> None:
+    """Give each option of `command` that has a variable set (not empty: CI systems leave a
+    secret they lack empty) that variable, read once the command line is (`read_environment`)."""
+    found = os.environ if environ is None else environ
+    command.set_defaults(
+        **{
+            dest: FromEnvironment(variable.name, found[variable.name])
+            for dest, variable in command.variables.items()
+            if found.get(variable.name)
+        }
+    )
+
+
+def named(args: argparse.Namespace, dest: str, option: str) -> str:
+    """How a message names an option's value: by its variable when it came from there."""
+    return str(getattr(args, "from_environment", {}).get(dest, option))
+
+
+def paragraph(text: str) -> str:
+    return textwrap.fill(text, width=78)
+
+
+def examples(*lines: tuple[str, str]) -> str:
+    """A help's examples, each command over what it does."""
+    shown = [f"  {command}\n      {what}" for command, what in lines]
+    return "examples:\n" + "\n".join(shown)
+
+
+def _environment_note(command: str) -> str:
+    return paragraph(
+        f"Every option of {command} can also come from the environment, as PLATFORM_MOCK_ "
+        "and its name (--log-level: PLATFORM_MOCK_LOG_LEVEL=debug; a yes-or-no option: 1 or "
+        "0; a repeatable one: its values separated by spaces, or by : for files). The "
+        "command line wins."
+    )
+
+
+def _world_options(parser: Parser) -> None:
+    parser.option(
+        "--fixtures",
+        action="append",
+        default=[],
+        metavar="PATH",
+        split=lambda text: text.split(os.pathsep),
+        help="fixture YAML file loaded after the defaults (repeatable)",
+    )
+    parser.option(
+        "--no-default-fixtures",
+        action="store_true",
+        help="start from an empty world instead of the bundled default fixtures",
+    )
+    parser.option(
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed of ids, timestamps and data: a whole number from 0 to 2^53 - 1 (default 0)",
+    )
+
+
+def _key_option(parser: Parser) -> None:
+    parser.option(
+        "--signing-key",
+        metavar="KEY",
+        default=None,
+        help="the key that signs the tokens, of at least 32 bytes (default: the variable "
+        "PLATFORM_MOCK_SIGNING_KEY, else a key drawn at random when the server starts); a "
+        "key given keeps tokens valid across restarts",
+    )
+
 
 def _seed(text: str) -> int:
+    from mock_server.state.sources import seed_problem
+
     value = whole_number(text)
     problem = seed_problem(value)
     if problem:
@@ -131,35 +331,53 @@ def _mebibytes(text: str) -> int:
     return value * 1024 * 1024
 
 
-def _serving_options(parser: argparse.ArgumentParser, *, default_port: int) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument(
+def _serving_options(parser: Parser, command: str) -> None:
+    run = command == "run"
+    default_port = 0 if run else 8080
+    parser.option("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.option(
         "--port",
         type=whole_number,
         default=default_port,
         help=f"port to bind; 0 picks a free one (default {default_port})",
     )
-    parser.add_argument(
+    parser.option(
         "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
     )
-    parser.add_argument(
+    parser.option(
         "--log-level",
         default="warning",
-        choices=["debug", "info", "warning", "error"],
+        type=one_of(LOG_LEVELS),
+        metavar="{" + ",".join(LOG_LEVELS) + "}",
         help="uvicorn's log level; debug also logs the admin API's and the docs' requests, "
         "and uvicorn's access lines (default warning)",
     )
-    parser.add_argument(
+    parser.option(
         "--log-format",
         default="text",
-        metavar="{" + ",".join(request_log.FORMATS) + "}",
+        metavar="{" + ",".join(LOG_FORMATS) + "}",
         help="the request log as text (coloured on a terminal unless NO_COLOR is set) or as "
-        "one JSON object per line, the rest of the output then going to stderr (default text)",
+        "one JSON object per line"
+        + ("" if run else ", the rest of the output then going to stderr")
+        + " (default text)",
     )
-    parser.add_argument(
+    parser.option(
+        "--log-file",
+        metavar="FILE",
+        default=None if run else "-",
+        help=(
+            "write the request log, every request to the platform's API, to FILE; - shows "
+            "only the failed ones on standard error, among the command's own output (default: "
+            "no log, and the report at the end)"
+            if run
+            else "write the request log to FILE instead of standard output (default -: "
+            "standard output)"
+        ),
+    )
+    parser.option(
         "--quiet", action="store_true", help="no request log (start-up and shutdown still print)"
     )
-    parser.add_argument(
+    parser.option(
         "--cors",
         action="append",
         default=[],
@@ -167,7 +385,7 @@ def _serving_options(parser: argparse.ArgumentParser, *, default_port: int) -> N
         help="let browser scripts from ORIGIN (such as http://localhost:3000, or * for any) "
         "call the mock: answer preflights and add CORS headers (repeatable; default off)",
     )
-    parser.add_argument(
+    parser.option(
         "--allowed-host",
         action="append",
         default=[],
@@ -176,28 +394,30 @@ def _serving_options(parser: argparse.ArgumentParser, *, default_port: int) -> N
         "loopback, localhost (such as mock.internal, or mock.internal:9000 behind a port "
         "mapping; * for any name); repeatable",
     )
-    parser.add_argument(
+    parser.option(
         "--host-check",
-        choices=HOST_CHECKS,
+        type=one_of(HOST_CHECKS),
+        metavar="{" + ",".join(HOST_CHECKS) + "}",
         default="admin",
         help="where a request must name one of the server's hosts: the admin API only, or "
         "every path (default admin)",
     )
-    parser.add_argument(
+    parser.option(
         "--report",
         action="append",
         default=[],
         metavar="DIR|FILE|FORMAT=FILE",
+        split=lambda text: text.split(os.pathsep),
         help="when stopping, write the contract report: into a directory (contract-report.json, "
         ".txt, .xml and .md), to a file whose suffix names its format, or as FORMAT=FILE with "
-        f"FORMAT one of {', '.join(report_files.FORMATS)} (repeatable)",
+        f"FORMAT one of {', '.join(REPORT_FORMATS)} (repeatable)",
     )
-    parser.add_argument(
+    parser.option(
         "--fail-on-violation",
         action="store_true",
         help=f"exit with status {EXIT_VIOLATIONS} if any request broke the contract",
     )
-    parser.add_argument(
+    parser.option(
         "--min-coverage",
         metavar="PERCENT",
         type=_percentage,
@@ -205,75 +425,181 @@ def _serving_options(parser: argparse.ArgumentParser, *, default_port: int) -> N
         help=f"exit with status {EXIT_VIOLATIONS} if the requests exercised less than PERCENT "
         "of the contract's documented statuses, query parameters and enum values",
     )
-    parser.add_argument(
+    parser.option(
         "--journal-budget",
         metavar="MIB",
         type=_mebibytes,
-        default=DEFAULT_BUDGET,
-        help="MiB the request journal may hold; the oldest entries go first (default 32)",
+        default=JOURNAL_BUDGET_MIB * 1024 * 1024,
+        help="MiB the request journal may hold; the oldest entries go first "
+        f"(default {JOURNAL_BUDGET_MIB})",
     )
 
 
 def _percentage(text: str) -> float:
+    from mock_server.reports.report import percentage
+
     try:
         return percentage(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def build_parser(*more: Callable[[Any], None]) -> argparse.ArgumentParser:
-    """The command's parser; `more` adds, to its subparsers, the commands another module of
-    the command owns with their options (`proxying.add_commands`: it builds on these)."""
-    parser = Parser(prog="platform-mock", description="Contract-driven mock of the platform's API.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+SERVE_EXAMPLES = examples(
+    ("platform-mock serve", "the bundled world on http://127.0.0.1:8080"),
+    ("platform-mock serve --port 0 --seed 7", "a free port, and another world"),
+    ("platform-mock serve --fixtures world.yaml --watch", "your world, reloaded as you edit it"),
+    (
+        "platform-mock serve --host 0.0.0.0 --allowed-host mock.internal",
+        "reachable from other machines; the admin API answers under mock.internal too",
+    ),
+    ("PLATFORM_MOCK_PORT=9000 platform-mock serve", "an option from the environment"),
+)
+RUN_EXAMPLES = examples(
+    ("platform-mock run -- pytest", "pytest against a mock on a free port"),
+    (
+        "platform-mock run --fail-on-violation --min-coverage 60 --report contract -- npm test",
+        "fail the job on a broken contract or a thin coverage; the reports in contract/",
+    ),
+    ("platform-mock run --log-file requests.log -- ./tests.sh", "keep the request log"),
+)
+TOKEN_EXAMPLES = examples(
+    ("platform-mock token", "the default user's token, from the server running on this machine"),
+    ("platform-mock token --admin", "the admin API's token (the live view asks for it)"),
+    ("platform-mock token --subject team:ml-platform", "another subject of the world"),
+    ("platform-mock token --port 9000", "from the server on port 9000, when several run"),
+    (
+        "PLATFORM_MOCK_SIGNING_KEY=... platform-mock token --seed 7",
+        "minted here, no server needed, with the key the server was given (CI)",
+    ),
+)
+TOP_EXAMPLES = examples(
+    ("platform-mock serve", "serve the mock; its banner gives its URLs and tokens"),
+    (
+        'curl -H "Authorization: Bearer $(platform-mock token)" URL',
+        "call it from a second terminal",
+    ),
+    ("platform-mock run -- pytest", "run a test suite against a mock of its own"),
+    ("platform-mock serve --help", "a command's options, with examples"),
+)
 
-    serve = commands.add_parser("serve", help="serve the control plane and the gateway")
-    _serving_options(serve, default_port=8080)
-    _world_options(serve)
-    _key_option(serve)
-    serve.add_argument(
-        "--watch",
-        action="store_true",
-        help="reload the world when a --fixtures file changes (the journal is kept; an edit "
-        "that cannot load keeps the running world and says why)",
+
+def build_parser(
+    *more: Callable[[Any, str | None], None], only: str | None = None
+) -> argparse.ArgumentParser:
+    """The command's parser; `more` adds, to its subparsers, the commands another module of
+    the command owns with their options (`proxying.add_commands`: it builds on these).
+    With `only`, the options of that command alone are declared (the others keep their
+    names and help lines), so that a command reads no more than it needs."""
+    parser = Parser(
+        prog=PROG, description="Contract-driven mock of the platform's API.", epilog=TOP_EXAMPLES
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the control plane and the gateway",
+        description=paragraph(
+            "Serve the control plane, the gateway, their docs, the live view and the admin "
+            "API on one port, until Ctrl-C; the banner gives the URLs and the tokens."
+        ),
+        epilog=f"{SERVE_EXAMPLES}\n\n{_environment_note('serve')}",
+    )
+    if only in (None, "serve"):
+        _serving_options(serve, "serve")
+        _world_options(serve)
+        _key_option(serve)
+        serve.option(
+            "--watch",
+            action="store_true",
+            help="reload the world when a --fixtures file changes (the journal is kept; an "
+            "edit that cannot load keeps the running world and says why)",
+        )
 
     run = commands.add_parser(
         "run",
         help="serve on a free port while COMMAND runs against it: platform-mock run -- COMMAND",
-        description="Start the mock on a free port, run COMMAND (given after --) with the "
-        "mock's URLs and tokens in its environment, stop the mock when COMMAND ends, write "
-        "the reports, and exit with COMMAND's status (1 if COMMAND passed but "
-        "--fail-on-violation or --min-coverage failed). The request log, on stderr, shows "
-        "failed requests (every request with --log-level debug).",
+        description=paragraph(
+            "Start the mock on a free port, run COMMAND (given after --) with the mock's URLs "
+            "and tokens in its environment, stop the mock when COMMAND ends, write the "
+            "reports, and exit with COMMAND's status (1 if COMMAND passed but "
+            "--fail-on-violation or --min-coverage failed). Standard output is COMMAND's, "
+            "and the request log stays off it: --log-file keeps it."
+        ),
+        epilog=f"{RUN_EXAMPLES}\n\n{_environment_note('run')}",
     )
-    _serving_options(run, default_port=0)
-    _world_options(run)
-    _key_option(run)
+    if only in (None, "run"):
+        _serving_options(run, "run")
+        _world_options(run)
+        _key_option(run)
 
-    token = commands.add_parser("token", help="print a development token for the default user")
-    chosen = token.add_mutually_exclusive_group()
-    chosen.add_argument("--admin", action="store_true", help="print the admin API's token instead")
-    chosen.add_argument(
-        "--subject",
-        metavar="WHO",
-        help="another subject of the world: a user's e-mail, or type:name (team:ml-platform)",
+    token = commands.add_parser(
+        "token",
+        help="print a token of the running server: the default user's, or --admin",
+        description=paragraph(
+            "Print a token the running server accepts, asked of it: the server records "
+            "where it is in a file only you can read, which this command finds. With several "
+            "servers running, the latest started is asked (--url or --port picks another). "
+            "Given the key a server signs with (--signing-key, PLATFORM_MOCK_SIGNING_KEY), "
+            "the token is minted here instead, for the world --seed and --fixtures describe."
+        ),
+        epilog=TOKEN_EXAMPLES,
     )
-    _world_options(token)
-    _key_option(token)
+    if only in (None, "token"):
+        chosen = token.add_mutually_exclusive_group()
+        token.option(
+            "--admin",
+            action="store_true",
+            variable=False,
+            group=chosen,
+            help="print the admin API's token instead",
+        )
+        token.option(
+            "--subject",
+            metavar="WHO",
+            variable=False,
+            group=chosen,
+            help="another subject of the world: a user's e-mail, or type:name (team:ml-platform)",
+        )
+        token.option(
+            "--url",
+            metavar="URL",
+            variable=False,
+            help="the running server to ask, by its URL as its banner gives it "
+            "(http://127.0.0.1:8080)",
+        )
+        token.option(
+            "--port",
+            type=whole_number,
+            variable=False,
+            help="the running server to ask, by its port on this machine",
+        )
+        _world_options(token)
+        _key_option(token)
     for add in more:
-        add(commands)
+        add(commands, only)
+    parser.commands = {name: commands.choices[name] for name in commands.choices}
     return parser
 
 
+def command_of(arguments: Sequence[str]) -> str | None:
+    """The command `arguments` name: the first that is not an option (the command's own
+    options follow it), or None."""
+    for arg in arguments:
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
 def config(args: argparse.Namespace) -> MockConfig:
+    from mock_server.http.mock import MockConfig
+
     return MockConfig(
         seed=args.seed,
         fixtures=args.fixtures,
         default_fixtures=not args.no_default_fixtures,
         gateway_prefix=getattr(args, "gateway_prefix", "/gateway"),
-        journal_budget=getattr(args, "journal_budget", DEFAULT_BUDGET),
+        journal_budget=getattr(args, "journal_budget", JOURNAL_BUDGET_MIB * 1024 * 1024),
         cors=getattr(args, "cors", []),
         allowed_hosts=getattr(args, "allowed_host", []),
         host_check=getattr(args, "host_check", "admin"),
@@ -293,63 +619,114 @@ def is_loopback(host: str) -> bool:
 def refusal(args: argparse.Namespace) -> tuple[int, str] | None:
     """The exit status and one-line message refusing an option that could only fail once
     serving (the port, the gateway prefix, the report's path), checked before the fixtures
-    load; None if the options can be used. For any command having these options."""
-    if "signing_key" in vars(args):  # the commands that sign tokens: serve, run, token
-        if args.signing_key is None:
-            # An empty variable is an unset one, as CI systems leave a secret they lack.
-            args.signing_key, source = os.environ.get(KEY_VARIABLE) or None, KEY_VARIABLE
-        else:
-            source = "--signing-key"
-        problem = key_problem(args.signing_key) if args.signing_key is not None else None
+    load; None if the options can be used. For any command having these options. A value
+    from the environment is named by its variable. Each check imports its rule when there
+    is a value to check: `token` asking a running server imports none."""
+    key = getattr(args, "signing_key", None)  # the commands that sign tokens: serve, run, token
+    if key is not None:
+        from mock_server.services.auth import key_problem
+
+        problem = key_problem(key)
         if problem:
-            return EXIT_USAGE, f"{source}: {problem}"
+            return EXIT_USAGE, f"{named(args, 'signing_key', '--signing-key')}: {problem}"
     port = getattr(args, "port", None)
-    if port is not None and not 0 <= port <= 65535:
-        return EXIT_CANNOT_BIND, (
-            f"cannot listen on {args.host}:{port}: a port is a number from 0 to 65535"
-        )
+    if hasattr(args, "host") and port is not None and not 0 <= port <= 65535:
+        where = f"{args.host}:{port}"
+        if "port" in getattr(args, "from_environment", {}):
+            where += f" ({named(args, 'port', '--port')})"
+        return EXIT_CANNOT_BIND, f"cannot listen on {where}: a port is a number from 0 to 65535"
     prefix = getattr(args, "gateway_prefix", None)
     problem = None if prefix is None else _gateway_prefix_problem(prefix)
     if problem:
-        return EXIT_USAGE, f"--gateway-prefix {prefix!r}: {problem}"
-    reports = getattr(args, "report", [])
-    try:
-        # Kept for the end of the run, where each is written.
-        args.report_targets = report_files.targets(reports)
-    except report_files.TargetError as exc:
-        return EXIT_USAGE, f"--report: {exc}"
-    for path in args.report_targets.values():
-        problem = report_files.target_problem(path)
-        if problem:
-            return EXIT_USAGE, f"--report: {problem}"
-        for fixture in getattr(args, "fixtures", []):
-            if report_files.same_file(path, Path(fixture)):
-                return EXIT_USAGE, f"--report: {path} is the fixture file {fixture}"
+        shown = named(args, "gateway_prefix", "--gateway-prefix")
+        return EXIT_USAGE, f"{shown} {prefix!r}: {problem}"
+    refused = _files_refusal(args)
+    if refused:
+        return EXIT_USAGE, refused
     log_format = getattr(args, "log_format", None)
-    if log_format is not None and log_format not in request_log.FORMATS:
-        return EXIT_USAGE, f"--log-format {log_format!r}: one of {', '.join(request_log.FORMATS)}"
-    for origin in getattr(args, "cors", []):
-        problem = origin_problem(origin)
-        if problem:
-            return EXIT_USAGE, f"--cors {origin!r}: {problem}"
-    for host in getattr(args, "allowed_host", []):
-        problem = allowed_host_problem(host)
-        if problem:
-            return EXIT_USAGE, f"--allowed-host {host!r}: {problem}"
+    if log_format is not None and log_format not in LOG_FORMATS:
+        shown = named(args, "log_format", "--log-format")
+        meant = suggestion(log_format, LOG_FORMATS)
+        return EXIT_USAGE, f"{shown} {log_format!r}: one of {', '.join(LOG_FORMATS)}{meant}"
+    origins = getattr(args, "cors", [])
+    if origins:
+        from mock_server.http.cors import origin_problem
+
+        for origin in origins:
+            problem = origin_problem(origin)
+            if problem:
+                return EXIT_USAGE, f"{named(args, 'cors', '--cors')} {origin!r}: {problem}"
+    hosts = getattr(args, "allowed_host", [])
+    if hosts:
+        from mock_server.http.hosts import allowed_host_problem
+
+        for host in hosts:
+            problem = allowed_host_problem(host)
+            if problem:
+                shown = named(args, "allowed_host", "--allowed-host")
+                return EXIT_USAGE, f"{shown} {host!r}: {problem}"
     if getattr(args, "watch", False) and not args.fixtures:
         return EXIT_USAGE, "--watch follows the files of --fixtures: give one at least"
     return None
 
 
+def _files_refusal(args: argparse.Namespace) -> str | None:
+    """Why the files the command would write (the reports, the request log) cannot be
+    written, or would overwrite a fixture file or one another, if so. Sets
+    `args.report_targets`, kept for the end of the run, where each is written."""
+    args.report_targets = {}
+    reports = getattr(args, "report", [])
+    log_file = getattr(args, "log_file", None)
+    if not reports and log_file in (None, "-"):
+        return None
+    from mock_server.reports import report_files
+
+    shown = named(args, "report", "--report")
+    try:
+        args.report_targets = report_files.targets(reports)
+    except report_files.TargetError as exc:
+        return f"{shown}: {exc}"
+    fixtures = [Path(fixture) for fixture in getattr(args, "fixtures", [])]
+    for path in args.report_targets.values():
+        problem = report_files.target_problem(path)
+        if problem:
+            return f"{shown}: {problem}"
+        for fixture in fixtures:
+            if report_files.same_file(path, fixture):
+                return f"{shown}: {path} is the fixture file {fixture}"
+    if log_file not in (None, "-"):
+        shown = named(args, "log_file", "--log-file")
+        problem = report_files.target_problem(Path(log_file))
+        if problem:
+            return f"{shown}: {problem}"
+        for other in [*fixtures, *args.report_targets.values()]:
+            if report_files.same_file(Path(log_file), other):
+                return f"{shown}: {log_file} is also the file {other}"
+    return None
+
+
 def _gateway_prefix_problem(prefix: str) -> str | None:
+    from mock_server.http.mock import ADMIN_PREFIX, API_ROOT
+
+    # Paths the app answers itself whatever the gateway's prefix (mock_server.http.mock): the
+    # platform API's root, the admin API, and the Swagger UI (with its static files) and spec
+    # of the control plane, whose base path is `/`. A gateway there would shadow them or be
+    # shadowed.
+    reserved_paths = (
+        API_ROOT.rstrip("/"),
+        ADMIN_PREFIX,
+        "/docs",
+        "/openapi.json",
+        "/openapi.yaml",
+    )
     path = "/" + prefix.strip("/")
     if path == "/":
         return "the gateway needs a path of its own (such as /gateway), not the root"
-    for reserved in RESERVED_PATHS:
+    for reserved in reserved_paths:
         if path == reserved or path.startswith(reserved + "/"):
             return (
                 f"the mock serves {reserved} itself; the gateway needs a path outside "
-                f"{', '.join(RESERVED_PATHS[:-1])} and {RESERVED_PATHS[-1]}"
+                f"{', '.join(reserved_paths[:-1])} and {reserved_paths[-1]}"
             )
     segments = path[1:].split("/")
     if not all(PREFIX_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments):

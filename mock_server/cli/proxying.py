@@ -15,28 +15,33 @@ Every answer has one deadline (`--timeout`) and, for `drift`, a cap on its size.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import math
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
-import uvicorn
-
-from mock_server.cli.options import EXIT_CANNOT_BIND, EXIT_USAGE, whole_number
-from mock_server.contract.validation import number_problem
+from mock_server.cli.options import (
+    EXIT_USAGE,
+    Parser,
+    examples,
+    paragraph,
+    whole_number,
+)
 from mock_server.core import escape
+from mock_server.core.choices import PROXY_TIMEOUT_SECONDS, REPORT_FORMATS
 from mock_server.core.coordinates import CONTROL_PLANE_PREFIX, base_url
-from mock_server.http import request_log
-from mock_server.http.server import bind
-from mock_server.proxy import drift_check
-from mock_server.proxy.forward import DEFAULT_TIMEOUT, Proxy, log_line
-from mock_server.proxy.recording import Recorder, RecordingRefused
-from mock_server.reports import drift, drift_files, report_files
-from mock_server.reports.drift import ProxiedExchange
+
+# What runs the commands is imported when one runs: declaring their options imports nothing
+# of the web stack or the proxy (mock_server.cli.options says why).
+if TYPE_CHECKING:
+    import uvicorn
+
+    from mock_server.proxy.forward import Proxy
+    from mock_server.proxy.recording import Recorder
+    from mock_server.reports.drift import ProxiedExchange
 
 COMMANDS = ("proxy", "drift")
 EXIT_DRIFT = 1
@@ -58,6 +63,8 @@ def _url(text: str) -> str:
 
 
 def _seconds(text: str) -> float:
+    from mock_server.contract.validation import number_problem
+
     problem = number_problem(text, "number")
     if problem:
         raise argparse.ArgumentTypeError(problem)
@@ -91,11 +98,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
         type=_seconds,
-        default=DEFAULT_TIMEOUT,
+        default=PROXY_TIMEOUT_SECONDS,
         metavar="SECONDS",
         help="seconds the target may take for a whole answer, from the request sent to the "
         "answer's last byte, after which the request counts as a timeout (or an answer too "
-        f"slow), not drift (default {DEFAULT_TIMEOUT:g})",
+        f"slow), not drift (default {PROXY_TIMEOUT_SECONDS:g})",
     )
     parser.add_argument(
         "--report",
@@ -105,7 +112,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="DIR|FILE|FORMAT=FILE",
         help="write the drift report: into a directory (drift-report.json, .txt, .xml and "
         ".md), to a file whose suffix names its format, or as FORMAT=FILE with FORMAT one of "
-        f"{', '.join(report_files.FORMATS)} (repeatable)",
+        f"{', '.join(REPORT_FORMATS)} (repeatable)",
     )
     parser.add_argument(
         "--record",
@@ -115,17 +122,62 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_commands(commands: Any) -> None:
-    """Add `proxy` and `drift` to the command's subparsers."""
+PROXY_EXAMPLES = examples(
+    (
+        "platform-mock proxy --target https://platform.example.com --report drift",
+        "point your client at the proxy; Ctrl-C writes the drift report into drift/",
+    ),
+    (
+        "platform-mock proxy --target https://platform.example.com --record world.yaml",
+        "and record what the answers showed, as fixtures",
+    ),
+)
+DRIFT_EXAMPLES = examples(
+    (
+        "TFY_API_KEY=... platform-mock drift --target https://platform.example.com",
+        "read-only requests to the platform, and the drift report",
+    ),
+    (
+        "platform-mock drift --target https://platform.example.com --job JOB_ID --report drift",
+        "also read a job's runs; the reports in drift/",
+    ),
+)
+
+
+def add_commands(commands: Any, only: str | None = None) -> None:
+    """Add `proxy` and `drift` to the command's subparsers: with `only`, the options of that
+    command alone (`options.build_parser`)."""
     proxy = commands.add_parser(
         "proxy",
         help="forward to a platform, checking its answers against the contract",
-        description="Listen like serve and forward every request to the target platform with "
-        "the caller's own credentials, checking the request and the target's answer against "
-        "the contract. When stopped (Ctrl-C or SIGTERM), write the drift report and the "
-        "recorded world, and exit 0 if every answer agreed, 1 on drift, 4 if the target "
-        "failed to answer.",
+        description=paragraph(
+            "Listen like serve and forward every request to the target platform with the "
+            "caller's own credentials, checking the request and the target's answer against "
+            "the contract. When stopped (Ctrl-C or SIGTERM), write the drift report and the "
+            "recorded world, and exit 0 if every answer agreed, 1 on drift, 4 if the target "
+            "failed to answer."
+        ),
+        epilog=PROXY_EXAMPLES,
     )
+    check = commands.add_parser(
+        "drift",
+        help="check a platform against the contract with read-only requests",
+        description=paragraph(
+            "Send read-only requests of the contract's operations to the target platform "
+            "(with the token in $TFY_API_KEY, or the variable --token-env names), print the "
+            "drift report, and exit 0 if every answer agreed with the contract, 1 on drift, 4 "
+            "if the target failed to answer. Nothing that changes the target is sent, unless "
+            "--create-token asks for it."
+        ),
+        epilog=DRIFT_EXAMPLES,
+    )
+    if only in (None, "proxy"):
+        _proxy_options(proxy)
+    if only in (None, "drift"):
+        _drift_options(check)
+
+
+def _proxy_options(proxy: Parser) -> None:
     _common(proxy)
     proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     proxy.add_argument(
@@ -138,15 +190,9 @@ def add_commands(commands: Any) -> None:
         "--gateway-prefix", default="/gateway", help="path prefix of the gateway (default /gateway)"
     )
     proxy.add_argument("--quiet", action="store_true", help="no line per request")
-    check = commands.add_parser(
-        "drift",
-        help="check a platform against the contract with read-only requests",
-        description="Send read-only requests of the contract's operations to the target "
-        "platform (with the token in $TFY_API_KEY, or the variable --token-env names), "
-        "print the drift report, and exit 0 if every answer agreed with the contract, 1 on "
-        "drift, 4 if the target failed to answer. Nothing that changes the target is sent, "
-        "unless --create-token asks for it.",
-    )
+
+
+def _drift_options(check: Parser) -> None:
     _common(check)
     check.add_argument(
         "--token-env",
@@ -188,6 +234,8 @@ def add_commands(commands: Any) -> None:
 
 def _refusal(args: argparse.Namespace) -> str | None:
     """Why the options cannot be used (checked before anything starts), if they cannot."""
+    from mock_server.reports import drift_files, report_files
+
     try:
         args.report_targets = report_files.targets(args.drift_report, drift_files.BASENAME)
     except report_files.TargetError as exc:
@@ -205,9 +253,13 @@ def _refusal(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run(args: argparse.Namespace, server_class: type[uvicorn.Server] = uvicorn.Server) -> int:
+def run(args: argparse.Namespace, server_class: type[uvicorn.Server] | None = None) -> int:
     """Run `proxy` or `drift` (`args.command`); its exit status. `server_class` serves the
-    proxy (the command's own, whose stop signals end it cleanly)."""
+    proxy (the command's own, whose stop signals end it cleanly; uvicorn's by default)."""
+    import uvicorn
+
+    from mock_server.proxy.recording import Recorder
+
     refused = _refusal(args)
     if refused:
         print(f"platform-mock: {refused}", file=sys.stderr)
@@ -215,10 +267,12 @@ def run(args: argparse.Namespace, server_class: type[uvicorn.Server] = uvicorn.S
     recorder = Recorder() if args.record else None
     if args.command == "drift":
         return _drift(args, recorder)
-    return _proxy(args, recorder, server_class)
+    return _proxy(args, recorder, server_class or uvicorn.Server)
 
 
 def _new_proxy(args: argparse.Namespace, recorder: Recorder | None) -> Proxy:
+    from mock_server.proxy.forward import Proxy
+
     return Proxy(
         args.target,
         gateway=args.gateway_target,
@@ -234,13 +288,18 @@ def _new_proxy(args: argparse.Namespace, recorder: Recorder | None) -> Proxy:
 def _proxy(
     args: argparse.Namespace, recorder: Recorder | None, server_class: type[uvicorn.Server]
 ) -> int:
+    import uvicorn
+
+    from mock_server.http import request_log
+    from mock_server.http.server import bind
+
     proxy = _new_proxy(args, recorder)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
-        where = f"{args.host}:{args.port}"
-        print(f"platform-mock: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
-        return EXIT_CANNOT_BIND
+        from mock_server.cli.serving import cannot_bind
+
+        return cannot_bind(args.host, args.port, exc)
     host, port = sock.getsockname()[:2]
     base = base_url(host, port)
     print(
@@ -277,6 +336,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def _printer(out: IO[str]) -> Any:
+    from mock_server.proxy.forward import log_line
+
     gone = False
 
     def log(exchange: ProxiedExchange) -> None:
@@ -292,6 +353,10 @@ def _printer(out: IO[str]) -> Any:
 
 
 def _drift(args: argparse.Namespace, recorder: Recorder | None) -> int:
+    import asyncio
+
+    from mock_server.proxy import drift_check
+
     token = os.environ.get(args.token_env, "").strip()
     if not token:
         print(
@@ -321,6 +386,9 @@ def _finish(
 ) -> int:
     """Judge the drift report, write it and the recording, and say the verdict: the exit
     status."""
+    from mock_server.proxy.recording import RecordingRefused
+    from mock_server.reports import drift, drift_files, report_files
+
     report = proxy.report.to_dict()
     verdict = drift.judge(report)
     report = {"verdict": verdict, **report}

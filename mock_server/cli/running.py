@@ -9,8 +9,8 @@ import shlex
 import signal
 import sys
 
-from mock_server.cli.options import EXIT_CANNOT_BIND, EXIT_FORCED
-from mock_server.cli.serving import banner, built, finish
+from mock_server.cli.options import EXIT_FORCED
+from mock_server.cli.serving import banner, built, cannot_bind, finish, log_stream
 from mock_server.cli.supervision import run_command
 from mock_server.core.coordinates import FAIL_ON_VIOLATION
 from mock_server.http import request_log
@@ -30,15 +30,11 @@ def environment(server: BackgroundServer, args: argparse.Namespace) -> dict[str,
 def run(args: argparse.Namespace, command: list[str]) -> int:
     """Serve on a thread while `command` runs against the mock; COMMAND's exit status, or
     1 when it passed but the contract checks asked for failed."""
-    mock = built(args)
+    mock = built(args, sys.stderr)
     try:
         server = BackgroundServer(mock, args.host, args.port)
     except OSError as exc:
-        print(
-            f"platform-mock: cannot listen on {args.host}:{args.port}: {exc.strerror}",
-            file=sys.stderr,
-        )
-        return EXIT_CANNOT_BIND
+        return cannot_bind(args.host, args.port, exc)
     # Standard output is the command's; the mock speaks on standard error. What the mock
     # prints on either (its log, the report, the verdict, GitHub's annotations) goes through
     # outlets that never wait on their reader: an unread CI log holds nothing, the stop
@@ -48,9 +44,16 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         if found is not None:
             setattr(sys, name, found)
     banner(mock, args, server.host, server.port, sys.stderr)
-    if not args.quiet:
+    # The request log stays off the command's output unless asked for (--log-file): in a
+    # file, every request to the platform's API, as serve logs them; on standard error
+    # (`-`), among the command's own lines, only those that failed.
+    logged = log_stream(args, sys.stderr)
+    if logged is not None:
         request_log.configure(
-            sys.stderr, args.log_format, debug=args.log_level == "debug", failures_only=True
+            logged,
+            args.log_format,
+            debug=args.log_level == "debug",
+            failures_only=logged is sys.stderr,
         )
     with server:
         status = run_command(command, {**os.environ, **environment(server, args)})

@@ -1,21 +1,26 @@
 """Serving the mock from the command (`serve`): the uvicorn server that stops cleanly on the
-first stop signal and at once on a second, the banner, the fixture watcher of `--watch`, and
-the contract check at the end."""
+first stop signal and at once on a second, the world loaded with its time, the banner, the
+runtime file that lets `platform-mock token` find the server, the fixture watcher of
+`--watch`, and the contract check at the end."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import gc
 import os
 import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 from typing import IO, NoReturn
 
+from mock_server.cli import runtime
 from mock_server.cli.options import (
     EXIT_CANNOT_BIND,
     EXIT_FORCED,
@@ -46,9 +51,12 @@ class ForegroundServer(MockServer):
     second one."""
 
     out: IO[str] = sys.stdout
+    record: runtime.ServerFile | None = None  # written to the runtime files once serving
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        if self.record is not None:
+            _record(self.record)
         # Printed once the stop signals are handled, so a script may send one at once.
         print("Press Ctrl-C to stop.", file=self.out, flush=True)
 
@@ -76,10 +84,36 @@ class ForegroundServer(MockServer):
                 signal.signal(sig, handler)
 
 
+# This process's runtime file, while it serves (removed as it stops, even at once).
+_recorded: Path | None = None
+
+
+def _record(record: runtime.ServerFile) -> None:
+    """Write the server's runtime file; if it cannot be, say so and serve on."""
+    global _recorded
+    try:
+        _recorded = runtime.write(record)
+    except OSError as exc:
+        print(
+            f"platform-mock: cannot record this server for `platform-mock token` in "
+            f"{runtime.directory()}: {exc.strerror or exc}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _unrecord() -> None:
+    global _recorded
+    if _recorded is not None:
+        runtime.remove(_recorded)
+        _recorded = None
+
+
 def _exit_at_once(sig: int) -> NoReturn:
     """End the process now, from a signal handler: without the report, and without unwinding
     the event loop, which would run the requests' cancellation. The kernel closes their
     connections."""
+    _unrecord()
     # The interrupted code may be writing to these buffers: flushing them may fail, and the
     # message goes around them.
     with contextlib.suppress(OSError, RuntimeError, ValueError):
@@ -91,41 +125,89 @@ def _exit_at_once(sig: int) -> NoReturn:
     os._exit(EXIT_FORCED + sig)
 
 
-def built(args: argparse.Namespace) -> PlatformMock:
-    """The mock the options describe, its start-up world out of the garbage collector's way:
+def built(args: argparse.Namespace, out: IO[str]) -> PlatformMock:
+    """The mock the options describe, its loading said on `out` with the time it took (a
+    big world takes seconds), and its start-up world out of the garbage collector's way:
     that world lives as long as the server (its snapshot does), and a full collection that
     walked it held the event loop about 100 ms at 100,000 runs, each time a big upload or
     dump set one off. Frozen, it is walked no more."""
-    mock = PlatformMock(config(args))
+    print(f"platform-mock: loading the world ({_fixture_files(args)})...", end="", file=out)
+    out.flush()
+    started = time.perf_counter()
+    try:
+        mock = PlatformMock(config(args))
+    except BaseException as exc:
+        print(" stopped" if isinstance(exc, KeyboardInterrupt) else " failed", file=out)
+        out.flush()
+        raise
+    print(f" {time.perf_counter() - started:.1f} s", file=out)
+    out.flush()
     gc.freeze()
     return mock
 
 
+def cannot_bind(host: str, port: int, exc: OSError) -> int:
+    """Say why the server cannot listen, with the fix when the port is taken: the exit
+    status."""
+    message = f"platform-mock: cannot listen on {host}:{port}: {exc.strerror}"
+    if exc.errno == errno.EADDRINUSE:
+        message += "; --port 0 picks a free port (the banner gives it)"
+        with contextlib.suppress(OSError):
+            for _, record in runtime.recorded():
+                if record.port == port and runtime.process_runs(record.pid):
+                    message += (
+                        f", and platform-mock serve (pid {record.pid}) is serving there: "
+                        f"`platform-mock token --port {port}` asks it for a token"
+                    )
+                    break
+    print(message, file=sys.stderr)
+    return EXIT_CANNOT_BIND
+
+
+def log_stream(args: argparse.Namespace, here: IO[str]) -> IO[str] | None:
+    """Where the request log goes: the file of --log-file, `here` for `-`, or nowhere."""
+    if args.quiet or args.log_file is None:
+        return None
+    if args.log_file == "-":
+        return here
+    # Checked writable at start (`options.refusal`); the disk may have changed since.
+    path = Path(args.log_file)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("w", encoding="utf-8")
+
+
 def serve(args: argparse.Namespace) -> int:
-    mock = built(args)
+    # Standard output is the JSON log's alone: a reader takes each of its lines as a record.
+    json_here = args.log_format == "json" and args.log_file == "-"
+    mock = built(args, sys.stderr if json_here else sys.stdout)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
-        print(
-            f"platform-mock: cannot listen on {args.host}:{args.port}: {exc.strerror}",
-            file=sys.stderr,
-        )
-        return EXIT_CANNOT_BIND
+        return cannot_bind(args.host, args.port, exc)
     # Everything the process prints on standard output (the banner, the request log, the
     # stop) goes through an outlet that never waits on its reader: a reader that stops
     # reading, or goes away (`serve | head -1`), holds neither the server nor its stop.
     stdout = request_log.outlet(sys.stdout)
     if stdout is not None:
         sys.stdout = stdout
-    # Standard output is the JSON log's alone: a reader takes each of its lines as a record.
-    out: IO[str] = sys.stderr if args.log_format == "json" else sys.stdout
+    out: IO[str] = sys.stderr if json_here else sys.stdout
     host, port = sock.getsockname()[:2]
     banner(mock, args, host, port, out)
-    if not args.quiet:
-        request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
+    logged = log_stream(args, sys.stdout)
+    if logged is not None:
+        request_log.configure(logged, args.log_format, debug=args.log_level == "debug")
     served = uvicorn_config(mock, log_level=args.log_level)
     server = ForegroundServer(served, mock)
     server.out = out
+    server.record = runtime.ServerFile(
+        pid=os.getpid(),
+        url=base_url(_reached_from_here(host), port),
+        token=user_token(mock),
+        admin_token=mock.auth.admin_token(),
+        seed=mock.store.seed,
+        version=__version__,
+        started=time.time(),
+    )
     mock.worlds = worlds = Worlds(mock, host)
     watcher = None
     if args.watch:
@@ -138,10 +220,17 @@ def serve(args: argparse.Namespace) -> int:
     try:
         server.run(sockets=[sock])
     finally:
+        _unrecord()
         if watcher is not None:
             watcher.stop()
         worlds.close()
     return finish(mock, args, out)
+
+
+def _reached_from_here(host: str) -> str:
+    """The address a client on this machine reaches a server bound to `host` at: loopback
+    for a server bound to every address."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
 
 
 def banner(
@@ -163,6 +252,10 @@ def banner(
     if getattr(args, "watch", False):
         watched = ", ".join(map(_file_name, args.fixtures))
         lines.append(f"  watching:      {watched} (an edit reloads the world)")
+    if not args.quiet and args.log_file not in (None, "-"):
+        lines.append(f"  request log:   {args.log_file}")
+    elif not args.quiet and args.log_file is None:  # run's default
+        lines.append("  request log:   off (--log-file FILE keeps it; - shows the failures here)")
     if args.command == "run":
         # A CI log is read by more people than the run's command: the tokens stay in the
         # command's environment.

@@ -14,6 +14,7 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 
 from mock_server.contract import documents as contract
+from mock_server.core.choices import HOST_CHECKS
 from mock_server.core.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import catalog
@@ -33,7 +34,6 @@ from mock_server.view.live import Hub
 
 __all__ = ["ADMIN_PREFIX", "API_ROOT", "CONTROL_PLANE_PREFIX", "MockConfig", "PlatformMock"]
 API_ROOT = "/api/"  # where the platform's API lives, whatever its version
-HOST_CHECKS = ("admin", "all")  # what HostGuard covers: the admin API, or every path
 
 
 @dataclass

@@ -35,13 +35,14 @@ from typing import IO, Any, cast
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server.core import escape, masking
+from mock_server.core.choices import LOG_FORMATS
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
 from mock_server.services.journal import Entry
 
 LOGGER_NAME = "platform_mock.requests"
 logger = logging.getLogger(LOGGER_NAME)
-FORMATS = ("text", "json")
+FORMATS = LOG_FORMATS
 UNAUTHENTICATED = "-"
 
 
@@ -184,6 +185,14 @@ def _unanswered(line: RequestLine) -> str:
     return "dropped" if line.dropped else "unanswered"
 
 
+def fault_label(source: str) -> str:
+    """What a line answered by a fault says of it: armed on purpose, by a rule of the admin
+    API (or the plugin), or asked for by the request's own `Prefer` header."""
+    if source == "prefer":
+        return "(fault asked by its Prefer header)"
+    return f"(armed fault {_printable(source)})"
+
+
 def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
     """The line as text: the request on one line, then each violation (or, for an error
     without any, its message) on an indented line of its own."""
@@ -193,19 +202,22 @@ def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
 
     status = str(line.status) if line.status is not None else _unanswered(line)
     target = _printable(f"{line.path}?{line.query}" if line.query else line.path)
+    # A fault answered as it was asked to: its status is no failure of the mock's, and is
+    # not painted as one.
+    answered = _MAGENTA if line.fault else _status_colour(line.status)
     parts = [paint(_DIM, clock)] if clock else []
     parts += [
         paint(_BOLD, line.method),
         target,
-        paint(_status_colour(line.status), status),
+        paint(answered, status),
         paint(_CYAN, line.operation_id or "-"),
         paint(_DIM, f"{line.duration_ms:.1f}ms"),
         _printable(line.caller),
     ]
     if line.code is not None:
-        parts.append(paint(_status_colour(line.status), f"code {line.code}"))
+        parts.append(paint(answered, f"code {line.code}"))
     if line.fault:
-        parts.append(paint(_MAGENTA, f"fault {line.fault}"))
+        parts.append(paint(_MAGENTA, fault_label(line.fault)))
     text = " ".join(parts)
     for location, field, message in line.violations:
         name = f"{location} {field}" if field else location

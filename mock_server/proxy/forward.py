@@ -58,6 +58,7 @@ from mock_server.contract.validation import (
     without_null_optionals,
 )
 from mock_server.core import errors, masking
+from mock_server.core.choices import PROXY_TIMEOUT_SECONDS
 from mock_server.core.masking import masked, masked_text
 from mock_server.core.media import is_json, media_type
 from mock_server.http.middleware import KEPT_HEADERS
@@ -80,7 +81,8 @@ MAX_CHECKED_BODY = 16 * 1024 * 1024  # bytes of an answer checked; past it, stre
 # JSON values of an answer checked (a page of 100 runs holds about 3,000): past it, as past
 # MAX_CHECKED_BODY. Read, each value is tens of bytes, and 16 MiB of `{},` was 900 MB.
 MAX_CHECKED_VALUES = 200_000
-DEFAULT_TIMEOUT = 30.0  # seconds an answer may take, from the request sent to its last byte
+# Seconds an answer may take, from the request sent to its last byte.
+DEFAULT_TIMEOUT = PROXY_TIMEOUT_SECONDS
 # The proxy's own answers when the target gives none (not conditions of the platform).
 TARGET_UNREACHABLE = (502, 50201)
 TARGET_TOO_LARGE = (502, 50202)

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from mock_server.core import escape
+from mock_server.core.choices import REPORT_FORMATS
 from mock_server.reports.report import MAX_TESTS, UNROUTED, gaps, operation_gaps, verdict_line
 
-FORMATS = {"json": ".json", "text": ".txt", "junit": ".xml", "markdown": ".md"}
+FORMATS = REPORT_FORMATS
 BASENAME = "contract-report"  # of each format's file in a `--report` directory
 MAX_CELL = 200  # characters of a client's text in one line or cell: summaries have limits
 MAX_SUMMARY_RULES = 30  # rules broken listed in the job summary; the JSON has every one

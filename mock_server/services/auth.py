@@ -132,6 +132,32 @@ def _check_time(claims: dict[str, Any], now: float) -> None:
         raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
 
 
+# The 401s' messages are the mock's own: a library's text (PyJWT's "Invalid header string:
+# 'utf-8' codec can't decode byte 0xb7") tells a client's author nothing they can act on.
+NOT_A_JWT = (
+    "Bearer token is not a well-formed JWT (three base64url parts joined by dots: "
+    "header.payload.signature); get a token with `platform-mock token`"
+)
+NOT_SIGNED_HERE = (
+    "Bearer token was not signed by this server: a server signs with a key of its own, new at "
+    "each start unless one is given (--signing-key), so a token of an earlier start or of "
+    "another server is refused; get a fresh one with `platform-mock token` (`--admin` for "
+    "the admin API), or from the banner of `platform-mock serve`"
+)
+
+
+def _invalid(exc: jwt.InvalidTokenError) -> str:
+    """Why a token whose signature verified (or could not be checked) is refused, in the
+    mock's words."""
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return f"Bearer token has no {exc.claim!r} claim: it is not a token this mock minted"
+    if isinstance(exc, jwt.InvalidIssuerError):
+        return f"Bearer token was not issued by this mock (its 'iss' claim is not {ISSUER!r})"
+    if isinstance(exc, jwt.DecodeError):
+        return NOT_A_JWT
+    return "Bearer token claims are not those of a token this mock minted"
+
+
 class Authenticator:
     """Turns an `Authorization` header into a Caller, or raises the matching 401."""
 
@@ -184,8 +210,12 @@ class Authenticator:
         """The claims of a token whose form, algorithm, signature and issuer check out."""
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.InvalidTokenError as exc:  # unparsable, or a header PyJWT refuses (crit, kid)
-            raise errors.MalformedToken(f"Bearer token is not a well-formed JWT: {exc}") from None
+        except jwt.DecodeError:
+            raise errors.MalformedToken(NOT_A_JWT) from None
+        except jwt.InvalidTokenError:  # a header PyJWT refuses (crit, kid)
+            raise errors.MalformedToken(
+                "Bearer token header is not one this mock writes (alg HS256, typ JWT)"
+            ) from None
         if header.get("alg") != ALGORITHM:
             raise errors.BadTokenSignature(
                 f"Token algorithm {header.get('alg')!r} is not accepted; tokens are {ALGORITHM}"
@@ -205,9 +235,9 @@ class Authenticator:
                 },
             )
         except jwt.InvalidSignatureError:
-            raise errors.BadTokenSignature("Bearer token signature does not verify") from None
+            raise errors.BadTokenSignature(NOT_SIGNED_HERE) from None
         except jwt.InvalidTokenError as exc:
-            raise errors.MalformedToken(f"Bearer token is not valid: {exc}") from None
+            raise errors.MalformedToken(_invalid(exc)) from None
         for name in TIME_CLAIMS:
             # JSON numbers PyJWT lets through: NaN, 1e400, true, a float of a second.
             if name in claims and type(claims[name]) is not int:

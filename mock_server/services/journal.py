@@ -44,13 +44,14 @@ import orjson
 
 from mock_server.contract.documents import as_text
 from mock_server.core import errors, masking
+from mock_server.core.choices import JOURNAL_BUDGET_MIB
 
 if TYPE_CHECKING:
     from mock_server.contract.documents import Operation
 
 VIOLATION_CODES = errors.violation_codes()  # the request itself broke the contract
 BODY_LIMIT = 64 * 1024  # bytes of a request body kept in the journal
-DEFAULT_BUDGET = 32 * 1024 * 1024  # bytes of entries kept; the oldest go first
+DEFAULT_BUDGET = JOURNAL_BUDGET_MIB * 1024 * 1024  # bytes of entries kept; the oldest go first
 SCAN_BUDGET = 4 * 1024 * 1024  # bytes of entries one page of the journal looks at, at most
 ENTRY_OVERHEAD = 1024  # bytes an entry costs besides its variable parts (objects, dicts)
 
