@@ -244,13 +244,27 @@ def build_parser(*more: Callable[[Any], None]) -> argparse.ArgumentParser:
         help="serve on a free port while COMMAND runs against it: platform-mock run -- COMMAND",
         description="Start the mock on a free port, run COMMAND (given after --) with the "
         "mock's URLs and tokens in its environment, stop the mock when COMMAND ends, write "
-        "the reports, and exit with COMMAND's status (1 if COMMAND passed but "
-        "--fail-on-violation or --min-coverage failed). The request log, on stderr, shows "
-        "failed requests (every request with --log-level debug).",
+        "the reports, and exit with COMMAND's status (1 if COMMAND passed but the contract "
+        "check failed: a request broke the contract, no request reached the mock, or "
+        "--min-coverage was not met). The request log, on stderr, shows failed requests "
+        "(every request with --log-level debug).",
     )
     _serving_options(run, default_port=0)
     _world_options(run)
     _key_option(run)
+    # The contract check is strict by default: each way to loosen it is named for what it
+    # lets pass.
+    run.add_argument(
+        "--allow-violations",
+        action="store_true",
+        help="let requests that broke the contract pass the check (they are still reported)",
+    )
+    run.add_argument(
+        "--allow-no-requests",
+        action="store_true",
+        help="let a run that no request reached pass the check (by default it fails: the "
+        "command never used the mock's URL)",
+    )
 
     token = commands.add_parser("token", help="print a development token for the default user")
     chosen = token.add_mutually_exclusive_group()

@@ -10,7 +10,7 @@ import signal
 import sys
 
 from mock_server.cli.options import EXIT_CANNOT_BIND, EXIT_FORCED
-from mock_server.cli.serving import banner, built, finish
+from mock_server.cli.serving import banner, built, fail_on_violation, finish
 from mock_server.cli.supervision import run_command
 from mock_server.core.coordinates import FAIL_ON_VIOLATION
 from mock_server.http import request_log
@@ -22,7 +22,7 @@ def environment(server: BackgroundServer, args: argparse.Namespace) -> dict[str,
     """The environment a command run against the mock gets: the mock's coordinates, and the
     checks the run makes, for the pytest plugin to apply to each test."""
     found = server.coordinates.environment()
-    if args.fail_on_violation:
+    if fail_on_violation(args):
         found[FAIL_ON_VIOLATION] = "1"
     return found
 

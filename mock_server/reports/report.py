@@ -381,36 +381,49 @@ def judge(
     min_coverage: float | None,
     option_prefix: str = "--",
     command: str | None = None,
+    require_requests: bool | None = None,
+    opt_outs: bool = False,
 ) -> dict[str, Any]:
     """The verdict on a report (`to_dict()`): PASSED or FAILED, and each check that decided
     it, with the options named as the run named them (`--platform-mock-` under pytest).
     `command`, for `platform-mock run`, says how the command ended ("" when it passed).
+    `require_requests` (by default as `fail_on_violation`): no request reaching the mock
+    fails. `opt_outs`: the checks are the run's defaults, so a failing one names the option
+    that allows what it refused (`--allow-violations`, `--allow-no-requests`).
 
     A check that was not asked for decides nothing, but what it would have found is said:
-    a run with violations and no `--fail-on-violation` does not pass silently."""
+    a run with violations and no `--fail-on-violation` does not pass silently, and a run no
+    request reached says so whatever was asked."""
     summary = report["summary"]
     violations, requests = summary["violations"], summary["requests"]
     figures = summary["coverage"]
+    if require_requests is None:
+        require_requests = fail_on_violation
     checks: list[dict[str, Any]] = []
     notes: list[str] = []
     if command is not None:
         checks.append(
             {"check": "command", "passed": not command, "summary": command or "the command passed"}
         )
-    broke = f"{violations} of {requests} request(s) broke the contract"
-    if fail_on_violation:
-        if not requests:
-            summary_ = "no request reached the mock, so no request was checked"
+    if not requests:
+        reached = "no request reached the mock, so nothing was checked against the contract"
+        if require_requests:
+            allow = f"{option_prefix}allow-no-requests allows it" if opt_outs else ""
+            said = f"{reached} ({allow})" if allow else reached
+            checks.append({"check": "requests", "passed": False, "summary": said})
         else:
-            summary_ = broke
-        checks.append(
-            {
-                "check": "violations",
-                "passed": bool(requests) and not violations,
-                "summary": f"{summary_} ({option_prefix}fail-on-violation)",
-            }
+            notes.append(reached)
+    broke = f"{violations} of {requests} request(s) broke the contract"
+    if fail_on_violation and requests:
+        named = (
+            f"{option_prefix}allow-violations lets them pass"
+            if opt_outs
+            else f"{option_prefix}fail-on-violation"
         )
-    else:
+        checks.append(
+            {"check": "violations", "passed": not violations, "summary": f"{broke} ({named})"}
+        )
+    elif requests:
         notes.append(
             f"{broke}; not checked ({option_prefix}fail-on-violation would fail on any)"
             if violations

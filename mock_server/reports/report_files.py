@@ -32,6 +32,7 @@ MAX_ANNOTATIONS = 10  # GitHub shows ten error annotations per step
 # The verdict's checks as JUnit test cases, named alike in every run.
 CHECK_NAMES = {
     "command": "the command passes",
+    "requests": "requests reach the mock",
     "violations": "no request breaks the contract",
     "coverage": "the contract coverage reaches --min-coverage",
 }
