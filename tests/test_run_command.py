@@ -354,3 +354,21 @@ def test_runs_banner_names_the_variables_that_hold_the_tokens(violating):
     assert "  token:         $PLATFORM_MOCK_TOKEN" in banner
     assert "  admin token:   $PLATFORM_MOCK_ADMIN_TOKEN" in banner
     assert "eyJ" not in done.stderr
+
+
+# -- how the command ended -------------------------------------------------------------------
+
+
+def test_a_command_that_exits_137_itself_is_said_to_have_exited_with_it():
+    done = run("--allow-no-requests", command=[sys.executable, "-c", "raise SystemExit(137)"])
+    assert done.returncode == 137, done.stderr
+    assert "the command (python -c 'raise SystemExit(137)') exited with status 137" in (
+        done.stderr.splitlines()[-1]
+    )
+
+
+def test_a_command_a_signal_ended_is_said_to_have_been_ended_by_it():
+    script = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    done = run("--allow-no-requests", command=[sys.executable, "-c", script])
+    assert done.returncode == 137, done.stderr
+    assert "was ended by SIGKILL (status 137)" in done.stderr.splitlines()[-1]

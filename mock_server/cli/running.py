@@ -9,9 +9,9 @@ import shlex
 import signal
 import sys
 
-from mock_server.cli.options import EXIT_CANNOT_BIND, EXIT_FORCED
+from mock_server.cli.options import EXIT_CANNOT_BIND
 from mock_server.cli.serving import banner, built, fail_on_violation, finish
-from mock_server.cli.supervision import run_command
+from mock_server.cli.supervision import Ended, run_command
 from mock_server.core.coordinates import FAIL_ON_VIOLATION
 from mock_server.http import request_log
 from mock_server.http.server import BackgroundServer
@@ -53,21 +53,22 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
             sys.stderr, args.log_format, debug=args.log_level == "debug", failures_only=True
         )
     with server:
-        status = run_command(command, {**os.environ, **environment(server, args)})
+        ended = run_command(command, {**os.environ, **environment(server, args)})
     report = mock.report.to_dict()
     print(report_files.text(report), file=sys.stderr, end="")
-    checked = finish(mock, args, sys.stderr, _ending(command, status))
-    return status or checked
+    checked = finish(mock, args, sys.stderr, _ending(command, ended))
+    return ended.status or checked
 
 
-def _ending(command: list[str], status: int) -> str:
-    """How the command ended, for the verdict; "" when it passed."""
-    if status == 0:
+def _ending(command: list[str], ended: Ended) -> str:
+    """How the command ended, for the verdict; "" when it passed. A signal that ended it is
+    told apart from a status of 128 + N the command exited with itself."""
+    if ended.status == 0:
         return ""
     program = shlex.join([os.path.basename(command[0]), *command[1:]])
     if len(program) > 60:
         program = program[:59] + "…"
-    if status > EXIT_FORCED and status - EXIT_FORCED in signal.valid_signals():
-        name = signal.Signals(status - EXIT_FORCED).name
-        return f"the command ({program}) was ended by {name} (status {status})"
-    return f"the command ({program}) exited with status {status}"
+    if ended.signal is not None:
+        name = signal.Signals(ended.signal).name
+        return f"the command ({program}) was ended by {name} (status {ended.status})"
+    return f"the command ({program}) exited with status {ended.status}"
