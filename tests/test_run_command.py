@@ -362,8 +362,9 @@ def test_runs_banner_names_the_variables_that_hold_the_tokens(violating):
 def test_a_command_that_exits_137_itself_is_said_to_have_exited_with_it():
     done = run("--allow-no-requests", command=[sys.executable, "-c", "raise SystemExit(137)"])
     assert done.returncode == 137, done.stderr
-    assert "the command (python -c 'raise SystemExit(137)') exited with status 137" in (
-        done.stderr.splitlines()[-1]
+    assert (
+        "the command (python -c 'raise SystemExit(137)') exited with status 137"
+        in (done.stderr.splitlines()[-1])
     )
 
 

@@ -242,7 +242,7 @@ def finish(
     checked = fail_on_violation(args) or args.min_coverage is not None
     if command is not None or args.report or checked:
         try:
-            annotations = report_files.github(report)
+            annotations = report_files.ci(report)
         except OSError as exc:
             print(f"platform-mock: cannot write the job summary: {exc}", file=sys.stderr)
             status = status or EXIT_USAGE
