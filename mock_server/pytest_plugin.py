@@ -831,7 +831,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             outcome.problems.append(f"cannot write the contract report: {exc}")
         if _asked(config) and not _under_run():  # under run, the run speaks to CI
             try:
-                outcome.annotations = report_files.github(report)
+                outcome.annotations = report_files.ci(report)
             except OSError as exc:
                 outcome.problems.append(f"cannot write the job summary: {exc}")
         failed = failed or not verdict["passed"] or bool(outcome.problems)

@@ -354,7 +354,7 @@ def test_the_markdown_report_tables_each_difference(run: Run):
 def test_github_gets_the_summary_and_an_annotation_per_difference(run: Run, tmp_path):
     summary = tmp_path / "summary.md"
     environ = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
-    annotations = drift_files.github(run.report, environ)
+    annotations = drift_files.ci(run.report, environ)
     assert (len(annotations), "Platform API drift" in summary.read_text()) == (len(PLANTED), True)
 
 
@@ -473,7 +473,7 @@ def test_the_hostile_junit_report_validates(junit_schema):
 
 
 def test_annotations_of_hostile_differences_are_one_line_each():
-    annotations = drift_files.github(_hostile_report(), {"GITHUB_ACTIONS": "true"})
+    annotations = drift_files.ci(_hostile_report(), {"GITHUB_ACTIONS": "true"})
     assert annotations and all("\n" not in a and "\r" not in a for a in annotations)
 
 

@@ -910,7 +910,7 @@ RUNNER = """
 import os, sys
 from mock_server.cli import supervision
 supervision.KILL_AFTER_SECONDS = float(sys.argv[1])
-sys.exit(supervision.run_command(sys.argv[2:], dict(os.environ)))
+sys.exit(supervision.run_command(sys.argv[2:], dict(os.environ)).status)
 """
 # A process that says it is ready, ignores SIGTERM (and SIGINT) and sleeps.
 STUBBORN = (

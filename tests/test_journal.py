@@ -18,6 +18,7 @@ import pytest
 
 from mock_server import MockConfig, PlatformMock
 from mock_server.contract import documents as contract
+from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
 from mock_server.handlers import catalog
 from mock_server.http.server import BackgroundServer
 from mock_server.services.journal import Entry, Journal
@@ -239,6 +240,25 @@ def test_entries_are_labelled_with_the_current_test(api, mock, request):
     api.get(TOKENS)
     api.get("/no-such-path")
     assert [e.test for e in mock.journal] == [request.node.nodeid] * 2
+
+
+def test_the_test_header_names_the_test_that_sent_a_request(api, mock, request):
+    api.get(TOKENS, headers={TEST_HEADER: "suite.test.mjs > lists tokens"})
+    api.get(TOKENS)
+    assert [e.test for e in mock.journal] == ["suite.test.mjs > lists tokens", request.node.nodeid]
+
+
+def test_a_test_named_by_header_does_not_inherit_the_mock_wide_expectation(api, mock):
+    mock.journal.begin_test("negative test", expecting=True)
+    api.get(TOKENS, params={"bogus": 1}, headers={TEST_HEADER: "another test"})
+    (entry,) = mock.journal
+    assert (entry.test, entry.violation, entry.expected) == ("another test", True, False)
+
+
+def test_a_test_name_past_its_bound_is_cut(api, mock):
+    api.get(TOKENS, headers={TEST_HEADER: "t" * (MAX_TEST_NAME + 10)})
+    (entry,) = mock.journal
+    assert entry.test == "t" * MAX_TEST_NAME
 
 
 # -- violation ---------------------------------------------------------------------------------

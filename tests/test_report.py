@@ -469,7 +469,7 @@ def test_verdict_names_each_check_that_failed(report, fail_on_violation, min_cov
 def test_verdict_fails_on_violation_when_no_request_was_checked(report):
     verdict = judge(report.to_dict(), fail_on_violation=True, min_coverage=None)
     assert reasons(verdict) == [
-        "no request reached the mock, so no request was checked (--fail-on-violation)"
+        "no request reached the mock, so nothing was checked against the contract"
     ]
 
 
@@ -698,3 +698,68 @@ def test_every_operations_request_is_counted_under_it(server, mock, operation_id
     while _calls_of(mock, operation_id) == before and time.monotonic() < deadline:
         time.sleep(0.005)
     assert _calls_of(mock, operation_id) == before + 1
+
+
+# -- the same requests, in any order, give the same report --------------------------------
+
+
+def _varied_requests() -> list[Entry]:
+    """Past every cap: tests, examples, rules, made-up names and values, sent by many tests."""
+    found = []
+    for i in range(MAX_TESTS + 6):
+        found.append(bogus_token_request(f"t.py::test_{i:02}"))
+        found.append(bogus_token_request(f"t.py::test_{i:02}"))  # some tests send twice
+    for i in range(MAX_RULES + 5):
+        found.append(
+            token_request(
+                status=400,
+                code=40001,
+                message="bad",
+                query={f"made-up-{i:02}": [str(i)]},
+                details=[{"location": "query", "field": f"made-up-{i:02}", "message": "x"}],
+                test=f"t.py::test_rule_{i % 4}",
+            )
+        )
+    found += [job_runs_request({"order": [f"v{i:02}"]}) for i in range(MAX_VALUES + 5)]
+    return found
+
+
+def _reported(order: list[Entry]) -> str:
+    report = ContractReport(contract.operations())
+    for item in order:
+        report.add(item)
+    return json.dumps(report.to_dict())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3], ids=lambda s: f"shuffle-{s}")
+def test_the_report_does_not_depend_on_the_order_requests_arrived_in(seed):
+    import random
+
+    requests = _varied_requests()
+    shuffled = requests[:]
+    random.Random(seed).shuffle(shuffled)
+    assert _reported(shuffled) == _reported(requests)
+
+
+def test_reports_merged_from_workers_do_not_depend_on_how_requests_were_shared_out():
+    requests = _varied_requests()
+    alone = _reported(requests)
+    merged = ContractReport(contract.operations())
+    for part in (requests[1::3], requests[::3], requests[2::3]):  # three workers' shares
+        worker = ContractReport(contract.operations())
+        for item in part:
+            worker.add(item)
+        merged.absorb(worker.to_dict())
+    assert json.dumps(merged.to_dict()) == alone
+
+
+def test_the_tests_named_for_a_rule_are_the_first_in_name_order_most_requests_first(report):
+    requests = [bogus_token_request(f"t.py::test_{i:02}") for i in reversed(range(MAX_TESTS + 3))]
+    requests.append(bogus_token_request("t.py::test_05"))
+    (group,) = fed(report, *requests)["operations"]["getOrCreatePersonalAccessToken"][
+        "violationGroups"
+    ]
+    named = list(group["tests"])
+    assert named[0] == "t.py::test_05"  # two requests
+    assert named[1:] == sorted(f"t.py::test_{i:02}" for i in range(MAX_TESTS) if i != 5)
+    assert group["otherTests"] == 3

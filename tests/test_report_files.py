@@ -314,12 +314,12 @@ def test_flood_annotations_are_ten_short_lines_at_most(flood: dict):
 def test_github_appends_the_markdown_to_the_job_summary(report: dict, tmp_path: Path):
     summary = tmp_path / "summary.md"
     summary.write_text("before\n")
-    report_files.github(report, {"GITHUB_STEP_SUMMARY": str(summary)})
+    report_files.ci(report, {"GITHUB_STEP_SUMMARY": str(summary)})
     assert summary.read_text() == "before\n" + report_files.markdown(report)
 
 
 def test_github_annotates_each_rule_broken_under_actions(report: dict):
-    (annotation,) = report_files.github(report, {"GITHUB_ACTIONS": "true"})
+    (annotation,) = report_files.ci(report, {"GITHUB_ACTIONS": "true"})
     assert annotation.startswith(
         "::error title=Contract violation%3A getOrCreatePersonalAccessToken::"
         "1 request(s) broke query bogus, sent by tests/test_client.py::test_it%0Ae.g. GET "
@@ -328,7 +328,7 @@ def test_github_annotates_each_rule_broken_under_actions(report: dict):
 
 
 def test_github_annotates_each_failing_check_first(report: dict):
-    found = report_files.github(
+    found = report_files.ci(
         judged(report, fail_on_violation=True, min_coverage=90.0), {"GITHUB_ACTIONS": "true"}
     )
     assert [line.split("::")[1] for line in found] == [
@@ -339,4 +339,4 @@ def test_github_annotates_each_failing_check_first(report: dict):
 
 
 def test_github_does_nothing_outside_actions(report: dict):
-    assert report_files.github(report, {}) == []
+    assert report_files.ci(report, {}) == []

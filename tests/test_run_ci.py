@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -56,37 +57,43 @@ def test_world_is_this_workers_own_{n}(platform_mock):
         assert api.delete(f"/secret-groups/{{group}}").status_code == 200
         assert api.delete(f"/secret-groups/{{group}}").status_code == 404
 """
-NODE_SUITE = """
-import { test, beforeEach, afterEach } from "node:test";
-import assert from "node:assert/strict";
-
-const api = process.env.PLATFORM_MOCK_API_URL;
-const admin = process.env.PLATFORM_MOCK_ADMIN_URL;
-const user = { Authorization: `Bearer ${process.env.PLATFORM_MOCK_TOKEN}` };
-const root = {
-  Authorization: `Bearer ${process.env.PLATFORM_MOCK_ADMIN_TOKEN}`,
-  "Content-Type": "application/json",
-};
-
-// Name each test to the mock, and fail it when its requests broke the contract.
-beforeEach(async (t) => {
-  const body = JSON.stringify({ test: t.name });
-  await fetch(`${admin}/test`, { method: "PUT", headers: root, body });
-});
-afterEach(async () => {
-  const ended = await (await fetch(`${admin}/test`, { method: "DELETE", headers: root })).json();
-  assert.deepEqual(ended.data.map((e) => `${e.method} ${e.path}: ${e.message}`), []);
-});
-
-test("keeps the contract", async () => {
-  const response = await fetch(`${api}/personal-access-tokens/ci`, { headers: user });
+# Node test files, each the README's recipe then its own tests: one keeps the contract, the
+# other breaks it, both in flight at once (each waits until the other's request arrived).
+NODE_TESTS = {
+    "keeps.test.mjs": """
+test("keeps the contract", async (t) => {
+  const response = await call(t, `${api}/personal-access-tokens/ci`);
   assert.equal(response.status, 200);
+  await together(t);
 });
-
-test("breaks the contract", async () => {
-  await fetch(`${api}/personal-access-tokens/ci?page_size=5`, { headers: user });
+""",
+    "breaks.test.mjs": """
+test("breaks the contract", async (t) => {
+  await call(t, `${api}/personal-access-tokens/ci?page_size=5`);
+  await together(t);
 });
+""",
+}
+# Until both files' requests are in the journal: the two tests overlap in time.
+NODE_TOGETHER = """
+const together = async (t) => {
+  for (let i = 0; i < 600; i++) {
+    const found = await (await fetch(`${admin}/journal`, { headers: root })).json();
+    if (found.data.length >= 2) return;
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  throw new Error("the other file's test never ran alongside");
+};
 """
+
+
+def node_recipe() -> str:
+    """The README's Node recipe: the hooks at the top of each test file."""
+    found = re.search(r"<!-- recipe: node -->\n```js\n(.*?)```", README.read_text(), re.DOTALL)
+    assert found, "the README has no Node recipe"
+    return found[1]
+
+
 SHELL_SUITE = """
 set -e
 curl -s -o /dev/null -H "Authorization: Bearer $PLATFORM_MOCK_TOKEN" \\
@@ -162,20 +169,48 @@ def around_pytest(tmp_path_factory) -> Ran:
 
 @pytest.fixture(scope="module")
 def around_xdist(tmp_path_factory) -> Ran:
-    path = tmp_path_factory.mktemp("xdist-suite")
+    return xdist_suite(tmp_path_factory.mktemp("xdist-suite"))
+
+
+# Tests that break one rule alike, more of them than the report keeps examples of: which
+# are kept must not follow which worker came first.
+SAME_RULE = """
+import os
+
+import httpx
+import pytest
+
+API = os.environ["PLATFORM_MOCK_API_URL"]
+HEADERS = {"Authorization": f"Bearer {os.environ['TFY_API_KEY']}"}
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_same_rule(n):
+    httpx.get(f"{API}/personal-access-tokens/ci", headers=HEADERS, params={"pageSize": n})
+"""
+
+
+def xdist_suite(path: Path) -> Ran:
     (path / "test_sdk.py").write_text(PYTEST_SUITE)
+    (path / "test_same_rule.py").write_text(SAME_RULE)
     for n in range(4):
         (path / f"test_isolated_{n}.py").write_text(ISOLATED.format(n=n))
-    return run_ci(path, *pytest_command("-n", "2"))
+    return run_ci(path, *pytest_command("-n", "4"))
+
+
+def node_suite(path: Path) -> Ran:
+    for name, tests in NODE_TESTS.items():
+        (path / name).write_text(node_recipe() + NODE_TOGETHER + tests)
+    # Node runs files in parallel, one fewer than the machine's cores at once by default:
+    # at least two here, whatever the machine.
+    return run_ci(path, "node", "--test", "--test-concurrency=2")
 
 
 @pytest.fixture(scope="module")
 def around_node(tmp_path_factory) -> Ran:
     if shutil.which("node") is None:
         pytest.fail("Node.js is needed: every machine this project runs on has Node 20")
-    path = tmp_path_factory.mktemp("node-suite")
-    (path / "contract.test.mjs").write_text(NODE_SUITE)
-    return run_ci(path, "node", "--test")
+    return node_suite(tmp_path_factory.mktemp("node-suite"))
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +249,9 @@ def test_runs_last_line_is_the_verdict_with_its_reasons(around_pytest: Ran):
     assert last_line(around_pytest).startswith(
         "platform-mock: contract check FAILED: the command (python -m pytest "
     )
-    assert "1 of 3 request(s) broke the contract (--fail-on-violation)" in last_line(around_pytest)
+    assert "1 of 3 request(s) broke the contract (--allow-violations lets them pass)" in last_line(
+        around_pytest
+    )
 
 
 def test_runs_report_counts_every_request_of_the_suite(around_pytest: Ran):
@@ -248,13 +285,13 @@ def test_xdist_workers_each_change_a_world_of_their_own(around_xdist: Ran):
 
 
 def test_xdist_workers_requests_all_reach_runs_report(around_xdist: Ran):
-    assert around_xdist.report["summary"]["requests"] == 3 + 4 * 2
+    assert around_xdist.report["summary"]["requests"] == 3 + 4 * 2 + 6
 
 
 def test_xdist_violating_test_fails_in_junit(around_xdist: Ran):
     cases = around_xdist.junit()
     failed = sorted(name for name, case in cases.items() if case.find("failure") is not None)
-    assert failed == ["test_breaks_the_contract"]
+    assert failed == ["test_breaks_the_contract", *(f"test_same_rule[{n}]" for n in range(6))]
 
 
 def test_xdist_run_fails_naming_the_violating_test(around_xdist: Ran):
@@ -267,12 +304,15 @@ def test_xdist_run_fails_naming_the_violating_test(around_xdist: Ran):
 
 def test_recipe_around_a_node_suite_fails_the_violating_test(around_node: Ran):
     assert around_node.done.returncode == 1, around_node.done.stderr
-    assert "not ok 2 - breaks the contract" in around_node.done.stdout
-    assert "ok 1 - keeps the contract" in around_node.done.stdout
+    # Numbered in the order the parallel files finished.
+    assert re.search(r"^not ok \d - breaks the contract$", around_node.done.stdout, re.M)
+    assert re.search(r"^ok \d - keeps the contract$", around_node.done.stdout, re.M)
 
 
 def test_step_summary_names_the_node_test_that_broke_the_contract(around_node: Ran):
-    assert "| `query page_size` | 1 | `breaks the contract` |" in around_node.summary
+    assert "| `query page_size` | 1 | `breaks.test.mjs > breaks the contract` |" in (
+        around_node.summary
+    )
 
 
 def test_recipe_around_a_passing_shell_script_that_broke_the_contract_exits_1(around_shell: Ran):
@@ -280,3 +320,20 @@ def test_recipe_around_a_passing_shell_script_that_broke_the_contract_exits_1(ar
     assert last_line(around_shell).startswith(
         "platform-mock: contract check FAILED: 1 of 1 request(s) broke the contract"
     )
+
+
+# -- the same suite, the same reports ----------------------------------------------------------
+
+REPORTS = [f"contract-report.{suffix}" for suffix in ("json", "md", "txt", "xml")]
+
+
+def _reports(ran: Ran) -> dict[str, bytes]:
+    return {name: (ran.path / "contract" / name).read_bytes() for name in REPORTS}
+
+
+def test_a_parallel_node_suite_run_twice_writes_the_same_reports(around_node: Ran, tmp_path):
+    assert _reports(node_suite(tmp_path)) == _reports(around_node)
+
+
+def test_an_xdist_suite_run_twice_writes_the_same_reports(around_xdist: Ran, tmp_path):
+    assert _reports(xdist_suite(tmp_path)) == _reports(around_xdist)

@@ -89,7 +89,7 @@ def violating(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
 
 def test_command_gets_the_mocks_coordinates_in_its_environment():
     shown = f"import json, os; print(json.dumps({{k: os.environ.get(k) for k in {COORDINATES!r}}}))"
-    done = run(command=[sys.executable, "-c", shown])
+    done = run("--allow-no-requests", command=[sys.executable, "-c", shown])
     found = json.loads(done.stdout)
     assert done.returncode == 0, done.stderr
     assert all(found[name] for name in COORDINATES), found
@@ -147,8 +147,17 @@ def test_a_command_where_none_belongs_or_none_where_one_does_is_a_usage_error(
 # -- the contract checks ---------------------------------------------------------------------
 
 
-def test_violation_without_fail_on_violation_keeps_the_commands_status(violating):
+def test_a_violation_fails_a_passing_command_by_default(violating):
     done, _ = violating
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        "platform-mock: contract check FAILED: 1 of 2 request(s) broke the contract "
+        "(--allow-violations lets them pass); the command passed"
+    )
+
+
+def test_allow_violations_lets_a_passing_command_that_broke_the_contract_pass():
+    done = run("--allow-violations", command=caller(bogus=True))
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1].startswith(
         "platform-mock: contract check PASSED: the command passed; 1 of 2 request(s) broke the "
@@ -156,18 +165,37 @@ def test_violation_without_fail_on_violation_keeps_the_commands_status(violating
     )
 
 
-def test_fail_on_violation_fails_a_passing_command_that_broke_the_contract():
+def test_fail_on_violation_is_the_default_and_still_accepted():
     done = run("--fail-on-violation", command=caller(bogus=True))
     assert done.returncode == 1, done.stderr
+
+
+def test_a_violation_keeps_a_failing_commands_own_status():
+    done = run(command=caller(status=5, bogus=True))
+    assert done.returncode == 5, done.stderr
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param([], id="by-default"),
+        pytest.param(["--allow-violations"], id="violations-allowed"),
+        pytest.param(["--min-coverage", "0"], id="with-min-coverage"),
+    ],
+)
+def test_a_run_no_request_reached_fails_saying_so(options):
+    done = run(*options, command=[sys.executable, "-c", "pass"])
+    assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines()[-1].startswith(
-        "platform-mock: contract check FAILED: 1 of 2 request(s) broke the contract "
-        "(--fail-on-violation); the command passed"
+        "platform-mock: contract check FAILED: no request reached the mock, so nothing was "
+        "checked against the contract (--allow-no-requests allows it)"
     )
 
 
-def test_fail_on_violation_keeps_a_failing_commands_own_status():
-    done = run("--fail-on-violation", command=caller(status=5, bogus=True))
-    assert done.returncode == 5, done.stderr
+def test_allow_no_requests_lets_a_run_no_request_reached_pass_and_still_says_so():
+    done = run("--allow-no-requests", command=[sys.executable, "-c", "pass"])
+    assert done.returncode == 0, done.stderr
+    assert "no request reached the mock" in done.stderr.splitlines()[-1]
 
 
 def test_min_coverage_fails_a_passing_command_naming_what_was_never_exercised():
@@ -203,7 +231,11 @@ def test_report_directory_gets_every_format(violating):
 def test_junit_report_fails_the_violating_request(violating):
     _, reports = violating
     root = ET.parse(reports / "contract-report.xml").getroot()
-    failures = [case for case in root.iter("testcase") if case.find("failure") is not None]
+    failures = [
+        case
+        for case in root.iter("testcase")
+        if case.find("failure") is not None and case.get("classname") != "contract.verdict"
+    ]
     assert [case.get("classname") for case in failures] == [
         "contract.getOrCreatePersonalAccessToken"
     ]
@@ -299,7 +331,10 @@ def test_a_run_whose_log_nobody_reads_ends_with_its_command():
     fcntl.fcntl(writer, fcntl.F_SETPIPE_SZ, 4096)
     try:
         unread = subprocess.Popen(
-            [sys.executable, "-m", "mock_server", "run", "--", sys.executable, "-c", FLOOD],
+            [
+                *(sys.executable, "-m", "mock_server", "run", "--allow-violations", "--"),
+                *(sys.executable, "-c", FLOOD),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=writer,
             stdin=subprocess.DEVNULL,
@@ -320,3 +355,22 @@ def test_runs_banner_names_the_variables_that_hold_the_tokens(violating):
     assert "  token:         $PLATFORM_MOCK_TOKEN" in banner
     assert "  admin token:   $PLATFORM_MOCK_ADMIN_TOKEN" in banner
     assert "eyJ" not in done.stderr
+
+
+# -- how the command ended -------------------------------------------------------------------
+
+
+def test_a_command_that_exits_137_itself_is_said_to_have_exited_with_it():
+    done = run("--allow-no-requests", command=[sys.executable, "-c", "raise SystemExit(137)"])
+    assert done.returncode == 137, done.stderr
+    assert (
+        "the command (python -c 'raise SystemExit(137)') exited with status 137"
+        in (done.stderr.splitlines()[-1])
+    )
+
+
+def test_a_command_a_signal_ended_is_said_to_have_been_ended_by_it():
+    script = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    done = run("--allow-no-requests", command=[sys.executable, "-c", script])
+    assert done.returncode == 137, done.stderr
+    assert "was ended by SIGKILL (status 137)" in done.stderr.splitlines()[-1]

@@ -415,7 +415,8 @@ def _serving_options(parser: Parser, command: str) -> None:
     parser.option(
         "--fail-on-violation",
         action="store_true",
-        help=f"exit with status {EXIT_VIOLATIONS} if any request broke the contract",
+        help=f"exit with status {EXIT_VIOLATIONS} if any request broke the contract"
+        + (" (run's default: --allow-violations lets them pass)" if run else ""),
     )
     parser.option(
         "--min-coverage",
@@ -457,8 +458,8 @@ SERVE_EXAMPLES = examples(
 RUN_EXAMPLES = examples(
     ("platform-mock run -- pytest", "pytest against a mock on a free port"),
     (
-        "platform-mock run --fail-on-violation --min-coverage 60 --report contract -- npm test",
-        "fail the job on a broken contract or a thin coverage; the reports in contract/",
+        "platform-mock run --min-coverage 60 --report contract -- npm test",
+        "fail the job on a broken contract (the default) or a thin coverage; reports in contract/",
     ),
     ("platform-mock run --log-file requests.log -- ./tests.sh", "keep the request log"),
 )
@@ -522,9 +523,10 @@ def build_parser(
         description=paragraph(
             "Start the mock on a free port, run COMMAND (given after --) with the mock's URLs "
             "and tokens in its environment, stop the mock when COMMAND ends, write the "
-            "reports, and exit with COMMAND's status (1 if COMMAND passed but "
-            "--fail-on-violation or --min-coverage failed). Standard output is COMMAND's, "
-            "and the request log stays off it: --log-file keeps it."
+            "reports, and exit with COMMAND's status (1 if COMMAND passed but the contract "
+            "check failed: a request broke the contract, no request reached the mock, or "
+            "--min-coverage was not met). Standard output is COMMAND's, and the request log "
+            "stays off it: --log-file keeps it."
         ),
         epilog=f"{RUN_EXAMPLES}\n\n{_environment_note('run')}",
     )
@@ -532,6 +534,19 @@ def build_parser(
         _serving_options(run, "run")
         _world_options(run)
         _key_option(run)
+        # The contract check is strict by default: each way to loosen it is named for what
+        # it lets pass.
+        run.option(
+            "--allow-violations",
+            action="store_true",
+            help="let requests that broke the contract pass the check (they are still reported)",
+        )
+        run.option(
+            "--allow-no-requests",
+            action="store_true",
+            help="let a run that no request reached pass the check (by default it fails: the "
+            "command never used the mock's URL)",
+        )
 
     token = commands.add_parser(
         "token",

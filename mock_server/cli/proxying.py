@@ -411,7 +411,7 @@ def _finish(
         else:
             print(f"platform-mock: recorded world written to {path}", file=sys.stderr)
     try:
-        annotations = drift_files.github(report)
+        annotations = drift_files.ci(report)
     except OSError as exc:
         print(f"platform-mock: cannot write the job summary: {exc}", file=sys.stderr)
         status = status or EXIT_USAGE

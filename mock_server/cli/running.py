@@ -9,9 +9,15 @@ import shlex
 import signal
 import sys
 
-from mock_server.cli.options import EXIT_FORCED
-from mock_server.cli.serving import banner, built, cannot_bind, finish, log_stream
-from mock_server.cli.supervision import run_command
+from mock_server.cli.serving import (
+    banner,
+    built,
+    cannot_bind,
+    fail_on_violation,
+    finish,
+    log_stream,
+)
+from mock_server.cli.supervision import Ended, run_command
 from mock_server.core.coordinates import FAIL_ON_VIOLATION
 from mock_server.http import request_log
 from mock_server.http.server import BackgroundServer
@@ -22,7 +28,7 @@ def environment(server: BackgroundServer, args: argparse.Namespace) -> dict[str,
     """The environment a command run against the mock gets: the mock's coordinates, and the
     checks the run makes, for the pytest plugin to apply to each test."""
     found = server.coordinates.environment()
-    if args.fail_on_violation:
+    if fail_on_violation(args):
         found[FAIL_ON_VIOLATION] = "1"
     return found
 
@@ -56,21 +62,22 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
             failures_only=logged is sys.stderr,
         )
     with server:
-        status = run_command(command, {**os.environ, **environment(server, args)})
+        ended = run_command(command, {**os.environ, **environment(server, args)})
     report = mock.report.to_dict()
     print(report_files.text(report), file=sys.stderr, end="")
-    checked = finish(mock, args, sys.stderr, _ending(command, status))
-    return status or checked
+    checked = finish(mock, args, sys.stderr, _ending(command, ended))
+    return ended.status or checked
 
 
-def _ending(command: list[str], status: int) -> str:
-    """How the command ended, for the verdict; "" when it passed."""
-    if status == 0:
+def _ending(command: list[str], ended: Ended) -> str:
+    """How the command ended, for the verdict; "" when it passed. A signal that ended it is
+    told apart from a status of 128 + N the command exited with itself."""
+    if ended.status == 0:
         return ""
     program = shlex.join([os.path.basename(command[0]), *command[1:]])
     if len(program) > 60:
         program = program[:59] + "…"
-    if status > EXIT_FORCED and status - EXIT_FORCED in signal.valid_signals():
-        name = signal.Signals(status - EXIT_FORCED).name
-        return f"the command ({program}) was ended by {name} (status {status})"
-    return f"the command ({program}) exited with status {status}"
+    if ended.signal is not None:
+        name = signal.Signals(ended.signal).name
+        return f"the command ({program}) was ended by {name} (status {ended.status})"
+    return f"the command ({program}) exited with status {ended.status}"

@@ -307,6 +307,12 @@ def _world_summary(store: Store) -> str:
     )
 
 
+def fail_on_violation(args: argparse.Namespace) -> bool:
+    """Whether a request that broke the contract fails the check: asked for with
+    `--fail-on-violation` (serve), the default of `run` unless `--allow-violations`."""
+    return bool(args.fail_on_violation or (args.command == "run" and not args.allow_violations))
+
+
 def finish(
     mock: PlatformMock, args: argparse.Namespace, out: IO[str], command: str | None = None
 ) -> int:
@@ -316,9 +322,11 @@ def finish(
     report = mock.report.to_dict()
     verdict = judge(
         report,
-        fail_on_violation=args.fail_on_violation,
+        fail_on_violation=fail_on_violation(args),
         min_coverage=args.min_coverage,
         command=command,
+        require_requests=command is not None and not args.allow_no_requests,
+        opt_outs=command is not None,
     )
     report = {"verdict": verdict, **report}
     status = 0
@@ -331,10 +339,10 @@ def finish(
         else:
             shown = ", ".join(map(str, written))
             print(f"platform-mock: contract report written to {shown}", file=out)
-    checked = args.fail_on_violation or args.min_coverage is not None
+    checked = fail_on_violation(args) or args.min_coverage is not None
     if command is not None or args.report or checked:
         try:
-            annotations = report_files.github(report)
+            annotations = report_files.ci(report)
         except OSError as exc:
             print(f"platform-mock: cannot write the job summary: {exc}", file=sys.stderr)
             status = status or EXIT_USAGE

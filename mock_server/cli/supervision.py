@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from types import FrameType
 
 from mock_server.cli.options import EXIT_CANNOT_RUN, EXIT_FORCED, EXIT_NOT_FOUND
@@ -35,9 +36,18 @@ def remember_file_limit(limits: tuple[int, int] | None) -> None:
     _STARTING_FILE_LIMIT = limits
 
 
-def run_command(command: list[str], env: dict[str, str]) -> int:
-    """Run `command` to its end, passing stop signals on; its exit status, 128 + N when
-    signal N ended it (as a shell reports it).
+@dataclass(frozen=True)
+class Ended:
+    """How a command ended: its exit status (128 + N when signal N ended it, as a shell
+    reports it) and that signal, which tells it apart from a command that itself exited
+    with 128 + N."""
+
+    status: int
+    signal: int | None = None
+
+
+def run_command(command: list[str], env: dict[str, str]) -> Ended:
+    """Run `command` to its end, passing stop signals on; how it ended.
 
     COMMAND leads a process group of its own, always, and everything it starts is in it.
     On a terminal whose foreground this run holds, the group becomes the foreground: Ctrl-C
@@ -69,10 +79,10 @@ def run_command(command: list[str], env: dict[str, str]) -> int:
                 child = subprocess.Popen(command, env=env, process_group=0)
         except FileNotFoundError:
             print(f"platform-mock: cannot run {command[0]}: command not found", file=sys.stderr)
-            return EXIT_NOT_FOUND
+            return Ended(EXIT_NOT_FOUND)
         except OSError as exc:
             print(f"platform-mock: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
-            return EXIT_CANNOT_RUN
+            return Ended(EXIT_CANNOT_RUN)
         group = child.pid
         if terminal is not None:
             _hand_terminal(terminal, group)
@@ -113,7 +123,9 @@ def run_command(command: list[str], env: dict[str, str]) -> int:
             f"platform-mock: ended what {command[0]} left running in its process group",
             file=sys.stderr,
         )
-    return EXIT_FORCED - returncode if returncode < 0 else returncode
+    if returncode < 0:
+        return Ended(EXIT_FORCED - returncode, -returncode)
+    return Ended(returncode)
 
 
 def _signal_group(group: int, sig: int) -> bool:

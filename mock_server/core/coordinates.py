@@ -17,6 +17,11 @@ ADMIN_PREFIX = "/__admin"
 CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
 # The variables of `platform-mock run` that say the checks its command's tests run under.
 FAIL_ON_VIOLATION = "PLATFORM_MOCK_FAIL_ON_VIOLATION"
+# The request header that names the test a request was sent by, for suites whose tests run
+# side by side against one mock (Node's test runner runs files in parallel): it wins over
+# the mock-wide test of `PUT /__admin/test`. `environment` names it as PLATFORM_MOCK_TEST_HEADER.
+TEST_HEADER = "X-Platform-Mock-Test"
+MAX_TEST_NAME = 4096  # characters of a test's name kept, as `PUT /__admin/test` takes
 
 
 def base_url(host: str, port: int) -> str:
@@ -66,6 +71,7 @@ class Coordinates:
             "PLATFORM_MOCK_ADMIN_URL": self.admin_url,
             "PLATFORM_MOCK_ADMIN_TOKEN": self.admin_token,
             "PLATFORM_MOCK_SEED": str(self.seed),
+            "PLATFORM_MOCK_TEST_HEADER": TEST_HEADER,
             "TFY_HOST": self.url,
             "OPENAI_BASE_URL": self.gateway_url,
         }

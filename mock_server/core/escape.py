@@ -28,6 +28,9 @@ Every such text leaves the process through one of these functions, each for one 
 - `markdown_code`: a code span, in which Markdown makes no link, HTML, emphasis or mention.
 - `workflow_data`, `workflow_property`: GitHub's escaping of a workflow command's message
   and of its properties (`%25`, `%0D`, `%0A`; in properties also `%3A` and `%2C`).
+- `logging_command_data`: Azure Pipelines' escaping of a logging command's message
+  (`##vso[task.logissue ...]MESSAGE`): `%AZP25`, `%0D`, `%0A`, and `%5D` and `%3B` as its
+  agent's own task library escapes them.
 """
 
 from __future__ import annotations
@@ -151,3 +154,11 @@ def workflow_data(value: str) -> str:
 def workflow_property(value: str) -> str:
     """A property's value in a GitHub workflow command (`title=...`)."""
     return workflow_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def logging_command_data(value: str) -> str:
+    """The message of an Azure Pipelines logging command (`##vso[task.logissue
+    type=error]MESSAGE`), escaped as the agent's task library escapes it: its line breaks
+    are the reader's, never a new command."""
+    escaped = value.replace("%", "%AZP25").replace("\r", "%0D").replace("\n", "%0A")
+    return escaped.replace("]", "%5D").replace(";", "%3B")

@@ -20,6 +20,7 @@ from starlette.routing import Mount, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server.core import errors, masking
+from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
 from mock_server.http.request_log import UNAUTHENTICATED, caller_of, log_entry
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
@@ -59,8 +60,12 @@ async def journaled(
     response_bytes = 0
     started = time.perf_counter()
     started_at = time.time()
-    label = journal.label  # the test that sent it, even if it ends after the test does
-    expected = journal.expecting
+    # The test that sent it: the one its header names, else the mock's current test (kept
+    # even if the test ends before the request does).
+    headers = Headers(scope=scope)
+    named = headers.get(TEST_HEADER, "")[:MAX_TEST_NAME]
+    label = named or journal.label
+    expected = journal.expecting and label == journal.label
     recorded = False
 
     def record() -> None:
@@ -68,7 +73,6 @@ async def journaled(
         if recorded:
             return
         recorded = True
-        headers = Headers(scope=scope)
         error = mine.error
         entry = Entry(
             seq=seq,

@@ -17,10 +17,12 @@ from mock_server.core import escape
 from mock_server.reports.report_files import (
     MAX_ANNOTATIONS,
     MAX_SUMMARY_RULES,
+    Failure,
     JUnit,
     cell,
     clip,
-    to_github,
+    github_annotation,
+    to_ci,
     to_json,
     verdict_heading,
 )
@@ -214,15 +216,15 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def github(report: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
-    """Under GitHub Actions: append the Markdown to the job summary (`GITHUB_STEP_SUMMARY`),
-    and return an `::error` annotation per difference, the most seen first, at most
-    MAX_ANNOTATIONS."""
-    return to_github(markdown(report), lambda: error_annotations(report), environ)
+def ci(report: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+    """What the CI system the environment names shows of a drift report: the Markdown as its
+    job summary, and a failure per difference, the most seen first, at most
+    MAX_ANNOTATIONS (`report_files.to_ci`)."""
+    return to_ci(markdown(report), lambda: failures(report), "Platform API drift", environ)
 
 
-def error_annotations(report: dict[str, Any]) -> list[str]:
-    """An `::error` annotation per difference, the most seen first, at most MAX_ANNOTATIONS."""
+def failures(report: dict[str, Any]) -> list[Failure]:
+    """A failure per difference, the most seen first, at most MAX_ANNOTATIONS."""
     found = sorted(
         (
             (op_id, difference)
@@ -231,14 +233,18 @@ def error_annotations(report: dict[str, Any]) -> list[str]:
         ),
         key=lambda pair: -pair[1]["count"],
     )
-    annotations = []
-    for op_id, difference in found[:MAX_ANNOTATIONS]:
-        title = escape.workflow_property(escape.text(f"Platform API drift: {op_id}"))
-        message = escape.text(
+    return [
+        Failure(
+            f"Platform API drift: {op_id}",
             clip(
                 f"{difference_name(difference)}: {difference['count']} answer(s), "
                 f"{difference['message']}"
-            )
+            ),
         )
-        annotations.append(f"::error title={title}::{escape.workflow_data(message)}")
-    return annotations
+        for op_id, difference in found[:MAX_ANNOTATIONS]
+    ]
+
+
+def error_annotations(report: dict[str, Any]) -> list[str]:
+    """GitHub's `::error` annotation per difference (`failures`)."""
+    return [github_annotation(failure) for failure in failures(report)]

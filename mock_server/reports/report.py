@@ -11,6 +11,7 @@ verdict on it. It accumulates for the life of the mock, across resets;
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -35,10 +36,30 @@ MAX_SHOWN_TEXT = 500  # characters of each text of an offending request kept in 
 _INDEX = re.compile(r"\[[0-9]+\]")
 
 
+def _example_key(example: dict[str, Any]) -> tuple[str, str, str]:
+    """The order examples are chosen in: by test, request, then all they hold, so that the
+    same requests give the same examples whatever order they arrived in (pytest-xdist's
+    workers, parallel Node files)."""
+    whole = json.dumps(example, sort_keys=True, default=str)
+    return (example.get("test") or "", example["request"], whole)
+
+
+def _kept_least(kept: dict[str, Any], key: str, cap: int) -> str | None:
+    """Whether `key` may join `kept` (at most `cap` keys, the least in order): None if it may
+    (room left, or it comes before the greatest kept key, which it then displaces: returned
+    as that key, for the caller to count elsewhere), else `key` itself (it stays out). A set
+    kept so holds the `cap` least keys seen, whatever order they came in."""
+    if key in kept or len(kept) < cap:
+        return None
+    greatest = max(kept)
+    return greatest if key < greatest else key
+
+
 @dataclass
 class _Rule:
     """The requests that broke one rule of one operation: how many, sent by which tests, and
-    the first few in full."""
+    a few in full. The tests named and the examples kept are the least in a stable order, so
+    identical suites give identical reports, however their requests interleaved."""
 
     rule: str
     status: int | None
@@ -52,11 +73,15 @@ class _Rule:
         self.count += count
         self.other_tests += other_tests
         for test, n in tests.items():
-            if test in self.tests or len(self.tests) < MAX_TESTS:
-                self.tests[test] += n
-            else:
+            out = _kept_least(self.tests, test, MAX_TESTS)
+            if out == test:
                 self.other_tests += n
-        self.examples.extend(examples[: max(0, MAX_EXAMPLES - len(self.examples))])
+                continue
+            if out is not None:
+                self.other_tests += self.tests.pop(out)
+            self.tests[test] += n
+        chosen = sorted([*self.examples, *examples], key=_example_key)
+        self.examples = chosen[:MAX_EXAMPLES]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,7 +89,7 @@ class _Rule:
             "status": self.status,
             "code": self.code,
             "count": self.count,
-            "tests": dict(self.tests.most_common()),
+            "tests": dict(sorted(self.tests.items(), key=lambda pair: (-pair[1], pair[0]))),
             "otherTests": self.other_tests,
             "examples": self.examples,
         }
@@ -104,16 +129,23 @@ class _Usage:
     rules: dict[str, _Rule] = field(default_factory=dict)  # the rules broken, by name
     violation_count: int = 0
     expected_violations: int = 0  # sent on purpose by negative tests: counted apart
-    made_up: int = 0  # parameter names kept that the operation does not have
     # Coverage: what requests that kept the contract sent of the operation's query parameters
     # and enum values (bounded: only the contract's own names and values are kept).
     sent: set[str] = field(default_factory=set)
     enum_values: dict[str, set[str]] = field(default_factory=dict)
 
     def rule(self, name: str, status: int | None, code: int | None) -> _Rule:
-        """The record of a rule broken, new or kept; past MAX_RULES, the one of all others."""
-        if name not in self.rules and len(self.rules) >= MAX_RULES:
+        """The record of a rule broken, new or kept: the MAX_RULES least names are kept
+        apart, every other rule's requests are counted as one (OTHER_RULES)."""
+        named = {k: v for k, v in self.rules.items() if k != OTHER_RULES}
+        out = _kept_least(named, name, MAX_RULES) if name != OTHER_RULES else None
+        if out == name:
             name, status, code = OTHER_RULES, None, None
+        elif out is not None:
+            displaced = self.rules.pop(out)
+            self.rule(OTHER_RULES, None, None).add(
+                displaced.count, dict(displaced.tests), displaced.other_tests, displaced.examples
+            )
         if name not in self.rules:
             self.rules[name] = _Rule(name, status, code)
         return self.rules[name]
@@ -141,11 +173,7 @@ class ContractReport:
                 *entry.query.items(),
                 *((k, [v]) for k, v in entry.path_params.items()),
             ]:
-                # Names a client makes up are kept up to a cap: a flood of distinct query keys
-                # must not grow the report without bound.
-                if name in usage.parameters or name in known or usage.made_up < MAX_VALUES:
-                    usage.made_up += name not in usage.parameters and name not in known
-                    self._keep(usage.parameters.setdefault(name, set()), values)
+                self._exercised(usage, known, name, values)
             if declared is not None and not entry.violation:
                 self._cover(usage, declared, entry.query)
             if entry.violation and entry.expected:
@@ -182,11 +210,34 @@ class ContractReport:
                 if value in allowed:
                     usage.enum_values.setdefault(name, set()).add(value)
 
+    @classmethod
+    def _exercised(
+        cls, usage: _Usage, known: tuple[str, ...], name: str, values: list[str]
+    ) -> None:
+        """A parameter's values sent. Names a client makes up are kept up to a cap (the least
+        of them): a flood of distinct query keys must not grow the report without bound."""
+        if name not in known:
+            made_up = {k: None for k in usage.parameters if k not in known}
+            out = _kept_least(made_up, name, MAX_VALUES)
+            if out == name:
+                return
+            if out is not None:
+                del usage.parameters[out]
+        cls._keep(usage.parameters.setdefault(name, set()), values)
+
     @staticmethod
     def _keep(seen: set[str], values: list[str]) -> None:
+        """The values of a parameter kept: the MAX_VALUES least, whatever order they came in."""
         for value in values:
+            if value in seen:
+                continue
             if len(seen) < MAX_VALUES:
                 seen.add(value)
+            else:
+                greatest = max(seen)
+                if value < greatest:
+                    seen.discard(greatest)
+                    seen.add(value)
 
     def absorb(self, other: dict[str, Any]) -> None:
         """Adds another report's figures (`to_dict()` of a pytest-xdist worker's) to this one."""
@@ -195,8 +246,10 @@ class ContractReport:
                 usage = self._usage.setdefault(op_id, _Usage())
                 usage.calls += theirs["calls"]
                 usage.statuses.update(theirs["statuses"])
+                declared = self._operations.get(op_id)
+                known = declared.parameters if declared else ()
                 for name, values in theirs["parametersExercised"].items():
-                    self._keep(usage.parameters.setdefault(name, set()), values)
+                    self._exercised(usage, known, name, values)
                 usage.violation_count += theirs["violations"]
                 usage.expected_violations += theirs.get("expectedViolations", 0)
                 for theirs_rule in theirs["violationGroups"]:
@@ -328,36 +381,49 @@ def judge(
     min_coverage: float | None,
     option_prefix: str = "--",
     command: str | None = None,
+    require_requests: bool | None = None,
+    opt_outs: bool = False,
 ) -> dict[str, Any]:
     """The verdict on a report (`to_dict()`): PASSED or FAILED, and each check that decided
     it, with the options named as the run named them (`--platform-mock-` under pytest).
     `command`, for `platform-mock run`, says how the command ended ("" when it passed).
+    `require_requests` (by default as `fail_on_violation`): no request reaching the mock
+    fails. `opt_outs`: the checks are the run's defaults, so a failing one names the option
+    that allows what it refused (`--allow-violations`, `--allow-no-requests`).
 
     A check that was not asked for decides nothing, but what it would have found is said:
-    a run with violations and no `--fail-on-violation` does not pass silently."""
+    a run with violations and no `--fail-on-violation` does not pass silently, and a run no
+    request reached says so whatever was asked."""
     summary = report["summary"]
     violations, requests = summary["violations"], summary["requests"]
     figures = summary["coverage"]
+    if require_requests is None:
+        require_requests = fail_on_violation
     checks: list[dict[str, Any]] = []
     notes: list[str] = []
     if command is not None:
         checks.append(
             {"check": "command", "passed": not command, "summary": command or "the command passed"}
         )
-    broke = f"{violations} of {requests} request(s) broke the contract"
-    if fail_on_violation:
-        if not requests:
-            summary_ = "no request reached the mock, so no request was checked"
+    if not requests:
+        reached = "no request reached the mock, so nothing was checked against the contract"
+        if require_requests:
+            allow = f"{option_prefix}allow-no-requests allows it" if opt_outs else ""
+            said = f"{reached} ({allow})" if allow else reached
+            checks.append({"check": "requests", "passed": False, "summary": said})
         else:
-            summary_ = broke
-        checks.append(
-            {
-                "check": "violations",
-                "passed": bool(requests) and not violations,
-                "summary": f"{summary_} ({option_prefix}fail-on-violation)",
-            }
+            notes.append(reached)
+    broke = f"{violations} of {requests} request(s) broke the contract"
+    if fail_on_violation and requests:
+        named = (
+            f"{option_prefix}allow-violations lets them pass"
+            if opt_outs
+            else f"{option_prefix}fail-on-violation"
         )
-    else:
+        checks.append(
+            {"check": "violations", "passed": not violations, "summary": f"{broke} ({named})"}
+        )
+    elif requests:
         notes.append(
             f"{broke}; not checked ({option_prefix}fail-on-violation would fail on any)"
             if violations

@@ -16,8 +16,10 @@ import os
 import re
 import stat
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ MAX_ANNOTATIONS = 10  # GitHub shows ten error annotations per step
 # The verdict's checks as JUnit test cases, named alike in every run.
 CHECK_NAMES = {
     "command": "the command passes",
+    "requests": "requests reach the mock",
     "violations": "no request breaks the contract",
     "coverage": "the contract coverage reaches --min-coverage",
 }
@@ -297,8 +300,11 @@ class JUnit:
         self._outcome(case, "error", message, lines, kind)
 
     def skip(self, case: ET.Element, message: str) -> None:
+        """The case was not run. Its message is its text too: GitLab shows an element's
+        attributes raw where it has no text, Jenkins and CircleCI show nothing."""
         self._counts["skipped"] += 1
-        ET.SubElement(case, "skipped", message=escape.text(message))
+        skipped = ET.SubElement(case, "skipped", message=escape.text(message))
+        skipped.text = escape.text(message)
 
     def _outcome(
         self, case: ET.Element, tag: str, message: str, lines: list[str], kind: str
@@ -306,8 +312,11 @@ class JUnit:
         self._counts["failures" if tag == "failure" else "errors"] += 1
         outcome = ET.SubElement(case, tag, type=kind)
         outcome.set("message", escape.text(message))
-        # Each line escaped apart: a line break of the report's own, never a client's.
-        outcome.text = "\n".join(map(escape.text, lines))
+        # Each line escaped apart: a line break of the report's own, never a client's. The
+        # message leads the text: a reader that shows only the text (GitLab, Jenkins,
+        # CircleCI) shows it, and a case with no more to say still has text.
+        shown = lines if lines and lines[0].startswith(message) else [message, *lines]
+        outcome.text = "\n".join(map(escape.text, shown))
 
     def xml(self) -> str:
         root = ET.Element("testsuites", name=self._root)
@@ -436,13 +445,22 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def error_annotations(report: dict[str, Any]) -> list[str]:
-    """GitHub's `::error` annotations for a report: one per failing check of its verdict,
-    then one per rule broken, the most broken first, MAX_ANNOTATIONS in all (GitHub shows
-    ten per step), each one short; the last says how many more the report has."""
+@dataclass(frozen=True)
+class Failure:
+    """One failure a CI system shows beside the job (an annotation, a logged issue): a title
+    in the mock's words and a message that may hold a client's text, not yet escaped."""
+
+    title: str
+    message: str
+
+
+def failures(report: dict[str, Any]) -> list[Failure]:
+    """The failures of a report for CI: one per failing check of its verdict, then one per
+    rule broken, the most broken first, MAX_ANNOTATIONS in all (GitHub shows ten per step),
+    each one short; the last says how many more the report has."""
     verdict = _verdict(report)
     found = [
-        ("Platform API contract: FAILED", check["summary"])
+        Failure("Platform API contract: FAILED", check["summary"])
         for check in (verdict["checks"] if verdict else ())
         if not check["passed"]
     ]
@@ -452,7 +470,7 @@ def error_annotations(report: dict[str, Any]) -> list[str]:
         if index == room - 1 and len(rules) > room:
             left = len(rules) - index
             found.append(
-                (
+                Failure(
                     "Contract violations",
                     f"{left} more rule(s) broken, {sum(r['count'] for _, r in rules[index:])} "
                     "request(s): see the contract report",
@@ -465,28 +483,85 @@ def error_annotations(report: dict[str, Any]) -> list[str]:
             message += f", sent by {tests}"
         if rule["examples"]:
             message += f"\ne.g. {_example_line(rule['examples'][0])}"
-        found.append((f"Contract violation: {op_id}", message))
-    return [
-        f"::error title={escape.workflow_property(escape.text(title))}::"
-        + escape.workflow_data("\n".join(map(escape.text, message.split("\n"))))
-        for title, message in found
-    ]
+        found.append(Failure(f"Contract violation: {op_id}", message))
+    return found
 
 
-def github(report: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
-    """Under GitHub Actions: append the Markdown to the job summary (`GITHUB_STEP_SUMMARY`),
-    and return the `::error` annotations to print."""
-    return to_github(markdown(report), lambda: error_annotations(report), environ)
+def _escaped_lines(message: str) -> str:
+    """A message's lines, each a client's text escaped apart: a line break of the mock's own."""
+    return "\n".join(map(escape.text, message.split("\n")))
 
 
-def to_github(
-    summary: str, annotations: Callable[[], list[str]], environ: dict[str, str] | None = None
+def github_annotation(failure: Failure) -> str:
+    """GitHub Actions' `::error` workflow command."""
+    title = escape.workflow_property(escape.text(failure.title))
+    return f"::error title={title}::{escape.workflow_data(_escaped_lines(failure.message))}"
+
+
+def azure_issue(failure: Failure) -> str:
+    """Azure Pipelines' `##vso[task.logissue type=error]` logging command."""
+    said = f"{escape.text(failure.title)}: {_escaped_lines(failure.message)}"
+    return f"##vso[task.logissue type=error]{escape.logging_command_data(said)}"
+
+
+def gitlab_section(failures_: list[Failure], title: str) -> list[str]:
+    """GitLab CI's collapsible log section around the failures, open by default: GitLab has
+    no annotations, and shows a section's header in its job log's outline."""
+    name = re.sub(r"[^a-z0-9_]", "_", title.lower())
+    escape_code, now = "\x1b[0K", int(time.time())
+    lines = [f"{escape_code}section_start:{now}:{name}[collapsed=false]\r{escape_code}{title}"]
+    for failure in failures_:
+        message = _escaped_lines(failure.message).replace("\n", "\n    ")
+        lines.append(f"ERROR {escape.text(failure.title)}: {message}")
+    lines.append(f"{escape_code}section_end:{now}:{name}\r{escape_code}")
+    return lines
+
+
+def error_annotations(report: dict[str, Any]) -> list[str]:
+    """GitHub's `::error` annotations for a report (`failures`)."""
+    return [github_annotation(failure) for failure in failures(report)]
+
+
+def ci(report: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+    """What the CI system the environment names shows of a report: the Markdown as its job
+    summary, and the lines to print for its failures (`to_ci`)."""
+    return to_ci(markdown(report), lambda: failures(report), "Platform API contract", environ)
+
+
+def to_ci(
+    summary: str,
+    found: Callable[[], list[Failure]],
+    title: str,
+    environ: dict[str, str] | None = None,
 ) -> list[str]:
-    """Under GitHub Actions: append `summary` to the job summary (`GITHUB_STEP_SUMMARY`, when
-    set) and return the `annotations` to print (none outside GitHub Actions)."""
+    """Under a CI system, where it reads them: the Markdown `summary` written as its job
+    summary, and the lines to print on standard output for the `found` failures, capped
+    (none outside CI).
+
+    - GitHub Actions (`GITHUB_ACTIONS=true`): `summary` appended to `GITHUB_STEP_SUMMARY`,
+      and an `::error` annotation per failure.
+    - Azure Pipelines (`TF_BUILD`): `summary` written under the agent's temporary folder
+      and attached with `##vso[task.uploadsummary]`, and a `##vso[task.logissue]` per
+      failure.
+    - GitLab CI (`GITLAB_CI`): the failures in a log section of their own.
+    A system's summary file is written wherever its variable is set, in CI or not."""
     environ = dict(os.environ) if environ is None else environ
+    lines: list[str] = []
     path = environ.get("GITHUB_STEP_SUMMARY")
     if path:
         with open(path, "a", encoding="utf-8") as out:
             out.write(summary)
-    return annotations() if environ.get("GITHUB_ACTIONS") == "true" else []
+    if environ.get("GITHUB_ACTIONS") == "true":
+        lines += [github_annotation(failure) for failure in found()]
+    if environ.get("TF_BUILD"):
+        folder = Path(environ.get("AGENT_TEMPDIRECTORY") or tempfile.gettempdir())
+        name = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+        written = folder / f"{name}-summary.md"
+        written.write_text(summary, encoding="utf-8")
+        lines += [azure_issue(failure) for failure in found()]
+        lines.append(f"##vso[task.uploadsummary]{escape.logging_command_data(str(written))}")
+    if environ.get("GITLAB_CI"):
+        failing = found()
+        if failing:
+            lines += gitlab_section(failing, title)
+    return lines
