@@ -147,10 +147,19 @@ def assert_error(response: httpx.Response, status: int, code: int) -> dict:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/json"
     body = response.json()
-    assert set(body) == {"statusCode", "message", "code", "details"}
+    platform = {"statusCode", "message", "code", "details"}
+    # The gateway speaks OpenAI's dialect too (its `error` object); the rest the platform's.
+    path = response.request.url.path
+    on_gateway = path == "/gateway" or path.startswith("/gateway/")
+    assert set(body) == (platform | {"error"} if on_gateway else platform), body
     assert (body["statusCode"], body["code"]) == (status, code), body
     assert isinstance(body["message"], str) and body["message"]
     assert isinstance(body["details"], list)
+    if on_gateway:
+        error = body["error"]
+        assert set(error) == {"message", "type", "param", "code"}, error
+        assert error["message"] == body["message"]
+        assert isinstance(error["code"], str) and isinstance(error["type"], str), error
     return body
 
 

@@ -175,8 +175,8 @@ def test_openai_client_raises_not_found_for_unknown_id(client):
     with pytest.raises(openai.NotFoundError) as raised:
         client.responses.retrieve("resp_does_not_exist")
     assert raised.value.status_code == 404
-    assert isinstance(raised.value.body, dict)
-    assert raised.value.body["code"] == 40407
+    assert (raised.value.type, raised.value.code) == ("not_found_error", "40407")
+    assert raised.value.response.json()["code"] == 40407  # the platform's, in the same body
 
 
 def test_metadata_header_with_a_json_object_is_accepted(gateway):
@@ -255,8 +255,28 @@ def test_openai_client_retrieve_with_include_and_obfuscation_gets_the_same_respo
 
 @pytest.mark.parametrize("key", [pytest.param("include", id="repeated"), "include[]"])
 def test_include_is_taken_under_either_key(gateway, key):
-    response = gateway.get(f"/responses/{DEMO_ID}", params={key: ["a.b", "c.d"]})
+    included = ["message.output_text.logprobs", "reasoning.encrypted_content"]
+    response = gateway.get(f"/responses/{DEMO_ID}", params={key: included})
     assert response.status_code == 200, response.text
+
+
+@pytest.mark.platform_mock(expect_violations=True)
+@pytest.mark.parametrize("key", [pytest.param("include", id="repeated"), "include[]"])
+def test_include_openai_does_not_define_is_400_naming_it(gateway, key):
+    response = gateway.get(
+        f"/responses/{DEMO_ID}", params={key: ["message.output_text.logprobs", "bogus.value"]}
+    )
+    body = assert_error(response, 400, 40001)
+    assert body["error"]["param"] == f"{key}[1]"
+    assert body["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.platform_mock(expect_violations=True)
+def test_openai_client_raises_bad_request_for_an_include_it_does_not_define(client):
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.responses.retrieve(DEMO_ID, include=["bogus.value"])  # type: ignore[list-item]
+    assert (raised.value.type, raised.value.code) == ("invalid_request_error", "40001")
+    assert "bogus.value" in raised.value.message
 
 
 def _events(client: openai.OpenAI, response_id: str, **options) -> list:
