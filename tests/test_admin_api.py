@@ -618,6 +618,7 @@ ADMIN_BODIES = {
     "adminReset": {},
     "adminLoadFixtures": DANA_DOCUMENT,
     "adminAddFault": {"operationId": "listJobRuns", "status": 503},
+    "adminAddReply": {"input": "Say hello.", "replies": [{"text": "Hello."}]},
     "adminMintToken": {"subject": "bob@acme.example"},
     "adminStartTest": {"test": "tests/test_client.py::test_it"},
     "adminCreateWorld": {},

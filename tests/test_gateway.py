@@ -13,7 +13,7 @@ import openai
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from mock_server.handlers import render
+from mock_server.handlers import gateway as handlers
 from tests.conftest import assert_error
 from tests.sdk_oracle import disagreements
 
@@ -234,7 +234,7 @@ def test_unknown_gateway_path_is_404_with_the_error_body(gateway):
 
 @pytest.mark.platform_mock(expect_violations=True)
 def test_unsupported_method_is_405_with_the_error_body(gateway):
-    assert_error(gateway.delete(f"/responses/{DEMO_ID}"), 405, 40501)
+    assert_error(gateway.put(f"/responses/{DEMO_ID}"), 405, 40501)
 
 
 # -- what `openai`'s retrieve sends: include, include_obfuscation, starting_after, stream ------
@@ -274,7 +274,7 @@ def test_include_openai_does_not_define_is_400_naming_it(gateway, key):
 @pytest.mark.platform_mock(expect_violations=True)
 def test_openai_client_raises_bad_request_for_an_include_it_does_not_define(client):
     with pytest.raises(openai.BadRequestError) as raised:
-        client.responses.retrieve(DEMO_ID, include=["bogus.value"])  # type: ignore[list-item]
+        client.responses.retrieve(DEMO_ID, include=["bogus.value"])
     assert (raised.value.type, raised.value.code) == ("invalid_request_error", "40001")
     assert "bogus.value" in raised.value.message
 
@@ -428,7 +428,7 @@ def test_a_streamed_event_that_breaks_the_contract_is_the_mocks_own_500(
 ):
     # Response validation reads every event the mock sends, as it reads a JSON body.
     monkeypatch.setattr(
-        render, "response_events", lambda response: [{**event, "response": response}]
+        handlers, "response_events", lambda response: [{**event, "response": response}]
     )
     response = gateway.get(f"/responses/{DEMO_ID}", params={"stream": "true"})
     assert_error(response, 500, 50001)

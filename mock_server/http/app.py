@@ -313,6 +313,7 @@ class PlannedView:
                 with self.mock.store.tokens.in_use(mine.token):
                     result = self.handler(**arguments)
         if isinstance(result, Answer):  # a body of another media type, made whole
+            mine.pace = result.pace  # delivered at its pace by the fault layer
             return flask.Response(result.body, mimetype=result.media_type, headers=result.headers)
         body, status = result if isinstance(result, tuple) else (result, 200)
         return flask.Response(
