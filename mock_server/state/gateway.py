@@ -10,6 +10,7 @@ or a stream dropped after some chunks), which the handlers deliver.
 
 from __future__ import annotations
 
+import array
 import base64
 import copy
 import hashlib
@@ -399,9 +400,11 @@ class Gateway(Area):
         for the same text, model and seed, and another for another text. Each value is a
         float32, so that the base64 form and the list of floats say the same."""
         size = dimensions or model.dimensions
-        rng = random.Random(_digest(self.sources.seed, model.id, text))
-        vector = [rng.gauss(0.0, 1.0) for _ in range(size)]
-        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+        seed = _digest(self.sources.seed, model.id, text)
+        drawn = array.array("i")  # uniform in [-1, 1): cheap, and no less distinct
+        drawn.frombytes(hashlib.shake_256(seed).digest(4 * size))
+        vector = [value / 2147483648.0 for value in drawn]
+        norm = math.sqrt(math.fsum(v * v for v in vector)) or 1.0
         packed = struct.pack(f"<{size}f", *(v / norm for v in vector))
         return list(struct.unpack(f"<{size}f", packed))
 
