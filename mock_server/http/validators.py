@@ -494,7 +494,7 @@ class JSONResponseValidator(JSONResponseBodyValidator):
         return send_
 
     def _check(self, body: bytes) -> None:
-        parsed = self._parse(iter((body,)))
+        parsed = self._parse(part for part in (body,))
         if not (parsed is None and self._nullable):
             self._validate(parsed)
 
