@@ -840,7 +840,10 @@ def test_options_on_an_admin_path_is_405_allowing_every_method_the_spec_gives(ad
             "PUT", CONTROL_PLANE + "/personal-access-tokens/ci", "GET, HEAD", id="put-token"
         ),
         pytest.param(
-            "OPTIONS", "/gateway/responses/resp_0", "GET, HEAD", id="options-gateway-response"
+            "OPTIONS",
+            "/gateway/responses/resp_0",
+            "DELETE, GET, HEAD",
+            id="options-gateway-response",
         ),
     ],
 )

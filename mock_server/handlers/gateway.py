@@ -136,7 +136,7 @@ def get_response(
 
 @operation(
     "createModelResponse",
-    Example("POST", "/responses", body={"model": "gpt-4o-mini", "input": "Say hello."}),
+    Example("POST", "/responses", body={"model": "gpt-4o-mini"}),
     {404: ModelNotFound, 429: RateLimited},
     read_only=False,  # its body is checked as `Response` in tests/test_gateway_flows.py
 )
