@@ -67,7 +67,7 @@ def _text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            part.get("text", "")
+            part.get("text") or ""
             for part in content
             if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text")
         )
@@ -90,6 +90,12 @@ def _paced(reply: Reply, streamed: bool) -> Pace | None:
 def _refused(reply: Reply) -> None:
     if reply.fault == "rate-limit":
         raise RateLimited("Rate limit reached for requests (a scripted reply's fault); retry later")
+
+
+def _given(body: dict[str, Any]) -> dict[str, Any]:
+    """The body without its nulls: an optional parameter sent as null (as OpenAI's clients
+    send what their caller left unset) is one not sent."""
+    return {key: value for key, value in body.items() if value is not None}
 
 
 def _json_answer(body: Any, pace: Pace | None) -> dict[str, Any] | Answer:
@@ -137,10 +143,11 @@ def get_response(
 @operation(
     "createModelResponse",
     Example("POST", "/responses", body={"model": "gpt-4o-mini"}),
-    {404: ModelNotFound, 429: RateLimited},
+    {400: ModelCannotServe, 404: ModelNotFound, 429: RateLimited},
     read_only=False,  # its body is checked as `Response` in tests/test_gateway_flows.py
 )
 def create_response(body: dict[str, Any]) -> dict[str, Any] | Answer:
+    body = _given(body)
     gateway = store().gateway
     model = gateway.model(body["model"], "chat")
     given = body.get("input")
@@ -367,13 +374,14 @@ def _response_stream(events: Iterable[dict[str, Any]], pace: Pace | None = None)
         "/chat/completions",
         body={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello."}]},
     ),
-    {404: ModelNotFound, 429: RateLimited},
+    {400: ModelCannotServe, 404: ModelNotFound, 429: RateLimited},
     client_model="openai.types.chat:ChatCompletion",
     read_only=False,
     recorded=False,
 )
 def create_chat_completion(body: dict[str, Any]) -> dict[str, Any] | Answer:
     """Every one of the `n` choices carries the same reply."""
+    body = _given(body)
     gateway = store().gateway
     model = gateway.model(body["model"], "chat")
     messages = body["messages"]
@@ -520,11 +528,12 @@ class ChatReply:
         "/embeddings",
         body={"model": "text-embedding-3-small", "input": "The quick brown fox."},
     ),
-    {404: ModelNotFound},
+    {400: ModelCannotServe, 404: ModelNotFound},
     client_model="openai.types:CreateEmbeddingResponse",
     read_only=False,
 )
 def create_embedding(body: dict[str, Any]) -> dict[str, Any]:
+    body = _given(body)
     gateway = store().gateway
     model = gateway.model(body["model"], "embedding")
     dimensions = body.get("dimensions")

@@ -571,7 +571,7 @@ class Gateway(Area):
             return [self._user_message(self._item_id("msg", response_id, 0), given)]
         items = []
         for index, item in enumerate(given):
-            kind = item.get("type", "message")
+            kind = item.get("type") or "message"  # a message may leave its type out
             if kind == "message":
                 content = item["content"]
                 role = item["role"]
