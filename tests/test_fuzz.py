@@ -151,7 +151,21 @@ def _positive_outcomes(operation_id: str) -> dict[str, Any]:
 
 
 # schemathesis's own list of the statuses that refuse invalid data, and 413.
-REJECTED = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5XX"]
+REJECTED = [
+    "400",
+    "401",
+    "403",
+    "404",
+    "405",
+    "406",
+    "409",
+    "413",
+    "415",
+    "422",
+    "428",
+    "429",
+    "5XX",
+]
 
 SETTINGS: dict[str, Any] = {
     "seed": SEED,
