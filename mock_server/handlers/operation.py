@@ -119,7 +119,7 @@ class Example:
 
 
 @dataclass(frozen=True)
-class Entry:
+class OperationEntry:
     """What the mock knows of one operation beyond its contract."""
 
     handler: Callable[..., Any]
@@ -145,7 +145,8 @@ class Entry:
     recorded: bool = True
 
 
-ENTRY = "platform_mock_operation"  # the attribute of a handler holding its (operationId, Entry)
+# The attribute of a handler holding its (operationId, OperationEntry).
+ENTRY = "platform_mock_operation"
 H = TypeVar("H", bound=Callable[..., Any])
 
 
@@ -166,7 +167,7 @@ def operation(
     answer shows nothing of the world a recording could learn."""
 
     def declared(handler: H) -> H:
-        entry = Entry(
+        entry = OperationEntry(
             handler, example, dict(errors or {}), client_model, client_field, read_only, recorded
         )
         setattr(handler, ENTRY, (operation_id, entry))
@@ -175,9 +176,9 @@ def operation(
     return declared
 
 
-def declared(module: object) -> dict[str, Entry]:
+def declared(module: object) -> dict[str, OperationEntry]:
     """The entries the handlers of a module declare, by operationId."""
-    found: dict[str, Entry] = {}
+    found: dict[str, OperationEntry] = {}
     for value in vars(module).values():
         pair = getattr(value, ENTRY, None)
         if pair is not None:

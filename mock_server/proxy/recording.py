@@ -85,7 +85,7 @@ ARTIFACT_FOLDERS = ("artifacts", "models", "agent-skills")
 
 
 @dataclass(frozen=True)
-class Caller:
+class TokenClaims:
     """Who sent a request, from its token's claims: a subject's type, id and name (a user's
     e-mail), and the tenant the token names."""
 
@@ -153,7 +153,7 @@ class Recorder:
         body: Any,
         status: int,
         answer: Any,
-        caller: Caller | None,
+        caller: TokenClaims | None,
     ) -> None:
         """Learn from one answered request of the contract (only a 2xx shows anything)."""
         if not 200 <= status < 300:
@@ -203,7 +203,7 @@ class Recorder:
 # -- learning, per operation ---------------------------------------------------------------
 
 
-def _caller_seen(world: _World, caller: Caller) -> None:
+def _caller_seen(world: _World, caller: TokenClaims) -> None:
     _subject(world, caller.subject_type, caller.name, caller.subject_id)
     if caller.subject_type == "user" and world.first_user is None:
         world.first_user = caller.name
@@ -255,7 +255,7 @@ def _learn_session(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     user = answer["user"]
     _tenant(world, user.get("tenantName"))
@@ -282,7 +282,7 @@ def _learn_tenant(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     _tenant(world, answer["tenantName"])
 
@@ -334,7 +334,7 @@ def _learn_role_bindings(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     asked_subject = (query.get("subjectType"), query.get("subjectId"))
     asked_resource = (query.get("resourceType"), query.get("resourceId"))
@@ -377,7 +377,7 @@ def _learn_job_runs(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     job = _application(world, params["jobId"])
     job.type = "job"
@@ -448,7 +448,7 @@ def _learn_secret_deployments(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     referenced: list[set[str]] = []
     for deployment in answer["data"]:
@@ -494,7 +494,7 @@ def _learn_model_response(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     if (
         isinstance(answer, dict)
@@ -584,7 +584,7 @@ def _learn_token(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     record = answer["data"]  # never answer["token"]: its value stays out of the world
     owner = _subject_reference(world, record.get("createdBySubject"))
@@ -606,7 +606,7 @@ def _learn_stage(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     manifest = masked(body["manifest"])
     root = str(answer.get("storage_root", "")).rstrip("/").split("/")
@@ -632,7 +632,7 @@ def _learn_tags(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     version = world.versions.get(body["artifact_version_id"])
     if version is None:
@@ -650,7 +650,7 @@ def _learn_stage_failure(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     version = world.versions.get(body["id"])
     if version is not None:
@@ -663,7 +663,7 @@ def _learn_deleted_group(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     for name, group in list(world.groups.items()):
         if group.get("id") == params["id"]:
