@@ -510,7 +510,7 @@ def _learn_deleted_response(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     world.responses.pop(params["id"], None)
     world.inputs.pop(params["id"], None)
@@ -522,7 +522,7 @@ def _learn_input_items(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     items = list(answer["data"])
     if query.get("order", "desc") == "desc":  # the last first: kept in the input's order
@@ -543,7 +543,7 @@ def _learn_models(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     for model in answer["data"]:
         _model_seen(world, model)
@@ -555,7 +555,7 @@ def _learn_model(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     _model_seen(world, answer)
 
@@ -566,7 +566,7 @@ def _learn_embedding_model(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     """An embedding answered shows that its model embeds, and (unless the request asked for
     fewer) the model's dimension."""
