@@ -554,3 +554,12 @@ def test_a_reset_forgets_created_responses(client, mock):
     created = client.responses.create(model=CHAT, input="Say hello.")
     mock.reset()
     assert created.id not in mock.store.world.model_responses
+
+
+def test_a_request_holding_integers_past_64_bits_is_answered(gateway):
+    """A free-form part of a request (an image part's fields) may hold any JSON number: the
+    reply derived from the request reads it as it is."""
+    part = {"type": "image_url", "image_url": {"url": "x", "size": 2**70}}
+    messages = [{"role": "user", "content": [part]}]
+    answered = gateway.post("/chat/completions", json={"model": CHAT, "messages": messages})
+    assert answered.status_code == 200, answered.text

@@ -13,14 +13,17 @@ from __future__ import annotations
 import array
 import base64
 import copy
+import functools
 import hashlib
+import json
 import math
 import random
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+import orjson
 import regex
 
 from mock_server.contract import documents as contract
@@ -203,8 +206,6 @@ class Script:
     pattern: str | None = None
     used: int = 0
 
-    _compiled: ClassVar[dict[str, Any]] = {}
-
     def matches(self, model: str, text: str) -> bool:
         if self.model is not None and self.model != model:
             return False
@@ -238,12 +239,10 @@ class Script:
         return {**self.record(), "replies": [r.record() for r in self.replies], "used": self.used}
 
 
+@functools.lru_cache(maxsize=256)
 def compiled_pattern(pattern: str) -> Any:
     """A script's pattern, compiled once (`regex`: its searches take a timeout)."""
-    found = Script._compiled.get(pattern)
-    if found is None:
-        found = Script._compiled[pattern] = regex.compile(pattern)
-    return found
+    return regex.compile(pattern)
 
 
 def pattern_problem(pattern: str) -> str | None:
@@ -262,7 +261,7 @@ def reply_from(record: dict[str, Any]) -> Reply:
             call["name"],
             call["arguments"]
             if isinstance(call.get("arguments"), str)
-            else _json(call.get("arguments", {})),
+            else orjson.dumps(call.get("arguments", {})).decode(),
         )
         for call in record.get("toolCalls", [])
     )
@@ -276,9 +275,9 @@ def reply_from(record: dict[str, Any]) -> Reply:
 
 
 def _json(value: Any) -> str:
-    import orjson
-
-    return orjson.dumps(value).decode()
+    """A JSON value as canonical text (keys sorted): any value a request may hold, integers
+    past 64 bits included."""
+    return json.dumps(value, sort_keys=True)
 
 
 def words(text: str) -> int:
