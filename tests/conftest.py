@@ -172,6 +172,7 @@ def assert_error(response: httpx.Response, status: int, code: int) -> dict:
 # the rest of the suite instead of trailing it.
 SHARED_SETUP_FIRST = (
     "test_truefoundry_library.py",
+    "test_gateway_clients.py",  # the library's environment too, for `openai` 2.x
     "test_readme_examples.py",
     "test_packaging.py",
     "test_pytest_plugin.py",
