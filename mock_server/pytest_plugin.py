@@ -675,6 +675,28 @@ class MockHandle:
         world, whole or not at all."""
         self.backend.load(document)
 
+    def script_reply(
+        self,
+        *replies: str | dict[str, Any],
+        model: str | None = None,
+        input: str | None = None,
+        pattern: str | None = None,
+    ) -> None:
+        """Script what the gateway's models answer, for this test: a chat completion or a
+        response created whose model (`model`; None: any) and last user message (`input`
+        exactly, or `pattern` searched in it; neither: any) match gets the next of
+        `replies`, the last one staying once the others are used. A reply is its text, or
+        a dict as a fixture's `scriptedReplies` writes it: `{"toolCalls": [{"name": ...,
+        "arguments": {...}}]}`, `{"fault": "rate-limit"}` (a 429), `{"text": ...,
+        "chunkDelayMs": 50, "fault": "drop", "afterChunks": 3}`."""
+        script: dict[str, Any] = {
+            "replies": [{"text": r} if isinstance(r, str) else dict(r) for r in replies]
+        }
+        for key, value in (("model", model), ("input", input), ("pattern", pattern)):
+            if value is not None:
+                script[key] = value
+        self.load({"scriptedReplies": [script]})
+
     @property
     def journal(self) -> Journal:
         """Every request of this test: `calls()`, `assert_called()`, `last`, ..."""

@@ -154,10 +154,22 @@ def assert_error(response: httpx.Response, status: int, code: int) -> dict:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/json"
     body = response.json()
-    assert set(body) == {"statusCode", "message", "code", "details"}
+    platform = {"statusCode", "message", "code", "details"}
+    # The gateway speaks OpenAI's dialect too (its `error` object); the rest the platform's.
+    try:
+        path = response.request.url.path
+    except RuntimeError:  # a response read off a socket by hand: no request of httpx's
+        path = ""
+    on_gateway = path == "/gateway" or path.startswith("/gateway/")
+    assert set(body) == (platform | {"error"} if on_gateway else platform), body
     assert (body["statusCode"], body["code"]) == (status, code), body
     assert isinstance(body["message"], str) and body["message"]
     assert isinstance(body["details"], list)
+    if on_gateway:
+        error = body["error"]
+        assert set(error) == {"message", "type", "param", "code"}, error
+        assert error["message"] == body["message"]
+        assert isinstance(error["code"], str) and isinstance(error["type"], str), error
     return body
 
 
@@ -167,6 +179,7 @@ def assert_error(response: httpx.Response, status: int, code: int) -> dict:
 # the rest of the suite instead of trailing it.
 SHARED_SETUP_FIRST = (
     "test_truefoundry_library.py",
+    "test_gateway_clients.py",  # the library's environment too, for `openai` 2.x
     "test_readme_examples.py",
     "test_packaging.py",
     "test_pytest_plugin.py",

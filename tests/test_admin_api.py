@@ -618,6 +618,7 @@ ADMIN_BODIES = {
     "adminReset": {},
     "adminLoadFixtures": DANA_DOCUMENT,
     "adminAddFault": {"operationId": "listJobRuns", "status": 503},
+    "adminAddReply": {"input": "Say hello.", "replies": [{"text": "Hello."}]},
     "adminMintToken": {"subject": "bob@acme.example"},
     "adminStartTest": {"test": "tests/test_client.py::test_it"},
     "adminCreateWorld": {},
@@ -839,7 +840,10 @@ def test_options_on_an_admin_path_is_405_allowing_every_method_the_spec_gives(ad
             "PUT", CONTROL_PLANE + "/personal-access-tokens/ci", "GET, HEAD", id="put-token"
         ),
         pytest.param(
-            "OPTIONS", "/gateway/responses/resp_0", "GET, HEAD", id="options-gateway-response"
+            "OPTIONS",
+            "/gateway/responses/resp_0",
+            "DELETE, GET, HEAD",
+            id="options-gateway-response",
         ),
     ],
 )

@@ -84,7 +84,9 @@ def test_readme_counts_the_operations_of_the_contract():
 
 
 def test_gateway_path_has_no_version_segment():
-    assert list(spec("gateway")["paths"]) == ["/responses/{id}"]
+    paths = list(spec("gateway")["paths"])
+    assert "/responses/{id}" in paths
+    assert not [path for path in paths if path.split("/")[1] in ("v1", "openai")], paths
 
 
 @pytest.mark.parametrize(

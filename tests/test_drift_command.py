@@ -28,6 +28,7 @@ import yaml
 
 from mock_server import cli
 from mock_server.cli import proxying
+from mock_server.contract import documents as contract
 from mock_server.handlers import catalog
 from mock_server.http.mock import MockConfig, PlatformMock
 from mock_server.http.server import BackgroundServer
@@ -149,9 +150,14 @@ def test_an_operation_that_reads_and_needs_no_world_is_sent_as_its_example(platf
 
     proxy = Proxy(platform.url)
     asyncio.run(drift_check.by_example(cast(Any, Sent()), proxy))
+    operations = contract.operations()
     expected = [
-        (entry.example.method, entry.example.path)
-        for entry in catalog.PLATFORM.values()
+        (
+            entry.example.method,
+            ("/gateway" if operations[op].document == contract.GATEWAY_SPEC else "")
+            + entry.example.path,
+        )
+        for op, entry in catalog.PLATFORM.items()
         if entry.read_only and entry.example and not entry.example.needs_a_world()
     ]
     assert ("GET", "/api/svc/v1/session") in expected

@@ -227,7 +227,7 @@ def test_unknown_path_is_404_40401(client, server, path):
     "path",
     [
         pytest.param("/no-such-thing", id="unknown-resource"),
-        pytest.param("/responses", id="collection-without-id"),
+        pytest.param("/models/gpt-4o-mini/versions", id="below-a-known-path"),
         pytest.param(f"/v1/responses/{DEMO_RESPONSE}", id="with-version-segment"),
     ],
 )

@@ -108,6 +108,9 @@ def _world_dictionaries(store: Store) -> dict[str, list[str]]:
         "teams": ["ml-platform"],
         "job-ids": [job.id for job in jobs],  # a job (200) and a service (422)
         "model-response-ids": list(store.world.model_responses),
+        "models": [model.id for model in store.gateway.models()],
+        "chat-models": [m.id for m in store.gateway.models() if m.kind == "chat"],
+        "embedding-models": [m.id for m in store.gateway.models() if m.kind == "embedding"],
     }
 
 
@@ -147,6 +150,23 @@ def _positive_outcomes(operation_id: str) -> dict[str, Any]:
     }
 
 
+# schemathesis's own list of the statuses that refuse invalid data, and 413.
+REJECTED = [
+    "400",
+    "401",
+    "403",
+    "404",
+    "405",
+    "406",
+    "409",
+    "413",
+    "415",
+    "422",
+    "428",
+    "429",
+    "5XX",
+]
+
 SETTINGS: dict[str, Any] = {
     "seed": SEED,
     # Schemathesis sets the header on every case, except the negative ones whose
@@ -161,7 +181,12 @@ SETTINGS: dict[str, Any] = {
             "integer": {"dictionary": "big-integers", "probability": 0.25},
         },
     },
-    "checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTED}},
+    "checks": {
+        "positive_data_acceptance": {"expected-statuses": ACCEPTED},
+        # A body past the limit (1 MiB) is refused before it is read (413): an array of
+        # 2,049 long texts or token lists, one past an embeddings request's maxItems, is one.
+        "negative_data_rejection": {"expected-statuses": REJECTED},
+    },
     "phases": {"stateful": {"max-steps": STEPS}},
     "dictionaries": {name: {"values": values} for name, values in {**WORLD, **HOSTILE}.items()},
     "operations": [
@@ -186,6 +211,12 @@ SETTINGS: dict[str, Any] = {
         _bind("deleteSecretGroup", **{"path.id": "secret-group-ids"}),
         _bind("listJobRuns", **{"path.jobId": "job-ids", "query.offset": "big-integers"}),
         _bind("getModelResponse", **{"path.id": "model-response-ids"}),
+        _bind("deleteModelResponse", **{"path.id": "model-response-ids"}),
+        _bind("listModelResponseInputItems", **{"path.id": "model-response-ids"}),
+        _bind("createModelResponse", **{"body.model": "chat-models"}),
+        _bind("createChatCompletion", **{"body.model": "chat-models"}),
+        _bind("createEmbedding", **{"body.model": "embedding-models"}),
+        _bind("getModel", **{"path.model": "models"}),
     ],
 }
 CONFIG = schemathesis.Config.from_dict(SETTINGS)

@@ -13,7 +13,7 @@ import openai
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from mock_server.handlers import render
+from mock_server.handlers import gateway as handlers
 from tests.conftest import assert_error
 from tests.sdk_oracle import disagreements
 
@@ -175,8 +175,8 @@ def test_openai_client_raises_not_found_for_unknown_id(client):
     with pytest.raises(openai.NotFoundError) as raised:
         client.responses.retrieve("resp_does_not_exist")
     assert raised.value.status_code == 404
-    assert isinstance(raised.value.body, dict)
-    assert raised.value.body["code"] == 40407
+    assert (raised.value.type, raised.value.code) == ("not_found_error", "40407")
+    assert raised.value.response.json()["code"] == 40407  # the platform's, in the same body
 
 
 def test_metadata_header_with_a_json_object_is_accepted(gateway):
@@ -234,7 +234,7 @@ def test_unknown_gateway_path_is_404_with_the_error_body(gateway):
 
 @pytest.mark.platform_mock(expect_violations=True)
 def test_unsupported_method_is_405_with_the_error_body(gateway):
-    assert_error(gateway.delete(f"/responses/{DEMO_ID}"), 405, 40501)
+    assert_error(gateway.put(f"/responses/{DEMO_ID}"), 405, 40501)
 
 
 # -- what `openai`'s retrieve sends: include, include_obfuscation, starting_after, stream ------
@@ -255,8 +255,28 @@ def test_openai_client_retrieve_with_include_and_obfuscation_gets_the_same_respo
 
 @pytest.mark.parametrize("key", [pytest.param("include", id="repeated"), "include[]"])
 def test_include_is_taken_under_either_key(gateway, key):
-    response = gateway.get(f"/responses/{DEMO_ID}", params={key: ["a.b", "c.d"]})
+    included = ["message.output_text.logprobs", "reasoning.encrypted_content"]
+    response = gateway.get(f"/responses/{DEMO_ID}", params={key: included})
     assert response.status_code == 200, response.text
+
+
+@pytest.mark.platform_mock(expect_violations=True)
+@pytest.mark.parametrize("key", [pytest.param("include", id="repeated"), "include[]"])
+def test_include_openai_does_not_define_is_400_naming_it(gateway, key):
+    response = gateway.get(
+        f"/responses/{DEMO_ID}", params={key: ["message.output_text.logprobs", "bogus.value"]}
+    )
+    body = assert_error(response, 400, 40001)
+    assert body["error"]["param"] == f"{key}[1]"
+    assert body["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.platform_mock(expect_violations=True)
+def test_openai_client_raises_bad_request_for_an_include_it_does_not_define(client):
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.responses.retrieve(DEMO_ID, include=["bogus.value"])
+    assert (raised.value.type, raised.value.code) == ("invalid_request_error", "40001")
+    assert "bogus.value" in raised.value.message
 
 
 def _events(client: openai.OpenAI, response_id: str, **options) -> list:
@@ -408,7 +428,7 @@ def test_a_streamed_event_that_breaks_the_contract_is_the_mocks_own_500(
 ):
     # Response validation reads every event the mock sends, as it reads a JSON body.
     monkeypatch.setattr(
-        render, "response_events", lambda response: [{**event, "response": response}]
+        handlers, "response_events", lambda response: [{**event, "response": response}]
     )
     response = gateway.get(f"/responses/{DEMO_ID}", params={"stream": "true"})
     assert_error(response, 500, 50001)

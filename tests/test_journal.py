@@ -160,7 +160,9 @@ def test_request_outside_the_api_is_answered_but_not_recorded(server, mock, path
 def test_unknown_path_of_the_api_is_recorded(server, mock, path):
     httpx.get(server.url + path)
 
-    assert (mock.journal.last.path, mock.journal.last.code) == (path, 40401)
+    # Without a token, the gateway answers 401 before its 404, as the platform's does.
+    code = 40101 if path.startswith("/gateway/") else 40401
+    assert (mock.journal.last.path, mock.journal.last.code) == (path, code)
 
 
 @pytest.mark.platform_mock(expect_violations=True)

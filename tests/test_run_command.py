@@ -208,7 +208,8 @@ def test_min_coverage_fails_a_passing_command_naming_what_was_never_exercised():
 
 
 def test_min_coverage_met_passes():
-    done = run("--min-coverage", "0.5", command=caller())
+    # One request of a contract of a few hundred statuses, parameters and values.
+    done = run("--min-coverage", "0.1", command=caller())
     assert done.returncode == 0, done.stderr
 
 

@@ -252,25 +252,44 @@ def stream_violations(
     schema: dict[str, t.Any], events: list[dict[str, str]], cls: type
 ) -> list[Ruled]:
     """Every violation of a server-sent event stream of the contract, whose schema describes
-    one event, `{"event", "data"}`, as OpenAPI before 3.2 does: each event is checked against
-    it, the JSON in its `data` against the schema its `x-data-schema` names, and the `type`
-    in the data must be the one its `event` line names. Each with the keyword it broke."""
+    one event, `{"event", "data"}` (or `{"data"}` alone), as OpenAPI before 3.2 does: each
+    event is checked against it, the JSON in its `data` against the schema its
+    `x-data-schema` names, and the `type` in the data must be the one its `event` line
+    names. Where `data` names an end marker (`x-done`, such as `[DONE]`), the stream ends
+    with it, and with it alone. Each with the keyword it broke."""
     found: list[Ruled] = []
-    data_schema = schema.get("properties", {}).get("data", {}).get("x-data-schema")
+    data_field = schema.get("properties", {}).get("data", {})
+    data_schema, done = data_field.get("x-data-schema"), data_field.get("x-done")
+    if done is not None and (not events or events[-1].get("data") != done):
+        detail = {"location": "response", "field": "event",
+                  "message": f"the stream does not end with {done}"}  # fmt: skip
+        found.append(("const", detail))
     for index, event in enumerate(events):
         where = ("event", str(index))
+        if done is not None and event.get("data") == done:
+            if index != len(events) - 1:
+                detail = {"location": "response", "field": ".".join(where),
+                          "message": f"{done} before the end of the stream"}  # fmt: skip
+                found.append(("const", detail))
+            continue
         found += ruled_violations(compiled(schema, cls), event, "response", where)
         if found or data_schema is None:
             continue
         try:
-            data = read_json(event["data"])
+            payload = read_json(event["data"])
         except ValueError as exc:
             detail = {"location": "response", "field": field_path([*where, "data"]),
                       "message": f"is not JSON: {exc}"}  # fmt: skip
             found.append(("type", detail))
             continue
-        found += ruled_violations(compiled(data_schema, cls), data, "response", (*where, "data"))
-        if not found and isinstance(data, dict) and data.get("type") != event["event"]:
+        found += ruled_violations(compiled(data_schema, cls), payload, "response", (*where, "data"))
+        named = event.get("event")
+        if (
+            not found
+            and named is not None
+            and isinstance(payload, dict)
+            and payload.get("type") != named
+        ):
             detail = {"location": "response", "field": ".".join(where),
                       "message": "event names another type than its data"}  # fmt: skip
             found.append(("const", detail))

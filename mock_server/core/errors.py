@@ -5,7 +5,8 @@ as a subclass of `PlatformError`; every other one is here.
 
 Every error the mock returns, whatever raised it (the state layer, auth, request validation,
 routing), is rendered by `error_body` into the platform error body
-`{"statusCode", "message", "code", "details"}`. The table of conditions in
+`{"statusCode", "message", "code", "details"}`; on the gateway, the same body also carries
+OpenAI's error object (`gateway_body`), which OpenAI's clients read. The table of conditions in
 `spec/control-plane.yaml` (`info.description`) and in the README is written from these
 classes (`python -m tests.tables`), and a test fails while either differs.
 """
@@ -28,6 +29,9 @@ class PlatformError(Exception):
     # route or method, no usable bearer token, unsupported body), not a rule of the platform:
     # the journal and the contract report count these as violations.
     violation: ClassVar[bool] = False
+    # OpenAI's `code` of the condition, where OpenAI names one (`model_not_found`); the
+    # gateway's error object otherwise gives the platform's code as a string.
+    openai_code: ClassVar[str | None] = None
 
     def __init__(self, message: str | None = None, details: list[dict[str, Any]] | None = None):
         self.message = message or self.default_message
@@ -36,6 +40,47 @@ class PlatformError(Exception):
 
     def body(self) -> dict[str, Any]:
         return error_body(self.status, self.code, self.message, self.details)
+
+    def gateway_body(self) -> dict[str, Any]:
+        """The body of a gateway error, in both dialects at once: the platform's fields, and
+        OpenAI's `error` object (`message`, `type`, `param`, `code` as a string), from which
+        `openai` and the platform's gateway SDK raise their own exception classes."""
+        param = next(
+            (d.get("field") or None for d in self.details if d.get("location") in PARAMETERS),
+            None,
+        )
+        error = {
+            "message": self.message,
+            "type": openai_type(self.status),
+            "param": param,
+            "code": self.openai_code or str(self.code),
+        }
+        return {**self.body(), "error": error}
+
+
+# Where a violation names a parameter of the request, which OpenAI's `param` names.
+PARAMETERS = frozenset({"query", "path", "header", "body"})
+# OpenAI's `type` of an error, by its status (a 5xx is a `server_error`).
+OPENAI_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    408: "timeout_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    422: "invalid_request_error",
+    424: "failed_dependency_error",
+    429: "rate_limit_error",
+    431: "invalid_request_error",
+}
+
+
+def openai_type(status: int) -> str:
+    """OpenAI's `type` of an error of this status."""
+    return OPENAI_TYPES.get(status, "server_error")
 
 
 def error_body(
@@ -95,6 +140,7 @@ class MissingToken(PlatformError):
     status, code = 401, 40101
     condition = "missing bearer token"
     violation = True
+    openai_code = "invalid_api_key"
     default_message = "No bearer token: send 'Authorization: Bearer <token>'"
 
 
@@ -102,24 +148,28 @@ class MalformedToken(PlatformError):
     status, code = 401, 40102
     condition = "malformed bearer token"
     violation = True
+    openai_code = "invalid_api_key"
     default_message = "Bearer token is not a well-formed JWT"
 
 
 class ExpiredToken(PlatformError):
     status, code = 401, 40103
     condition = "expired or not-yet-valid token"
+    openai_code = "invalid_api_key"
     default_message = "Bearer token is expired or not yet valid"
 
 
 class BadTokenSignature(PlatformError):
     status, code = 401, 40104
     condition = "bad signature or disallowed algorithm"
+    openai_code = "invalid_api_key"
     default_message = "Bearer token signature or algorithm is not accepted"
 
 
 class UnknownTokenSubject(PlatformError):
     status, code = 401, 40105
     condition = "token subject unknown, or token revoked"
+    openai_code = "invalid_api_key"
     default_message = "Bearer token names no known subject, or has been revoked"
 
 

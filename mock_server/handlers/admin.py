@@ -1,6 +1,7 @@
 """Handlers of the admin API (`spec/admin.yaml`): health, world, fixtures, tokens, journal,
-the test running, faults, report, the worlds served beside this one, and what the live view
-reads (the journal a page at a time, a request opened, the world's records)."""
+the test running, faults, the gateway's scripted replies, report, the worlds served beside
+this one, and what the live view reads (the journal a page at a time, a request opened, the
+world's records)."""
 
 from __future__ import annotations
 
@@ -278,6 +279,28 @@ def clear_faults() -> dict[str, Any]:
 def delete_fault(id_: str) -> dict[str, Any]:
     if not mock().faults.remove(id_):
         raise errors.FaultNotFound(f"No fault rule with id {id_!r}")
+    return {}
+
+
+@operation("adminListReplies")
+def list_replies() -> dict[str, Any]:
+    return {"data": [script.shown() for script in mock().store.gateway.scripts()]}
+
+
+@operation("adminAddReply")
+def add_reply(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """A script checked as a fixture's `scriptedReplies` entry, and added to the world."""
+    store = mock().store
+    with _fixture_errors():
+        store.load(fixtures.check({"scriptedReplies": [body]}, "request body"))
+    mock().live.publish("world", {"change": "replies"})
+    return store.gateway.scripts()[-1].shown(), 201
+
+
+@operation("adminClearReplies")
+def clear_replies() -> dict[str, Any]:
+    mock().store.gateway.clear_scripts()
+    mock().live.publish("world", {"change": "replies"})
     return {}
 
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from mock_server.fixtures.loader import Fixture
 from mock_server.reports.report import ContractReport
 from mock_server.services.auth import Authenticator
-from mock_server.services.exchange import Exchange
+from mock_server.services.exchange import Exchange, Pace
 from mock_server.services.faults import Faults
 from mock_server.services.journal import Journal
 from mock_server.state import Caller, Store
@@ -64,11 +64,13 @@ class Call:
 
 @dataclass(frozen=True)
 class Answer:
-    """A body of another media type than JSON, answered as it is (the gateway's events)."""
+    """A body answered as it is, of another media type than JSON (the gateway's events), or
+    delivered at a pace of its own (`pace`: a scripted reply's delays and dropped stream)."""
 
     body: bytes
     media_type: str
     headers: dict[str, str] = field(default_factory=dict)
+    pace: Pace | None = None
 
 
 _CALL: ContextVar[Call] = ContextVar("platform_mock_call")

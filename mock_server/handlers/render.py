@@ -6,8 +6,7 @@ here, once, so a field's wire form has one place.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from mock_server.state.entities import (
@@ -220,67 +219,3 @@ def token_record(issued: IssuedToken) -> dict[str, Any]:
 
 def issued_token(issued: IssuedToken) -> dict[str, Any]:
     return {"data": token_record(issued), "token": issued.token.token, "created": issued.created}
-
-
-# The pieces a text is streamed in: each word with the white space after it (and any white
-# space it starts with), so that the deltas add up to the text.
-_WORD = re.compile(r"\s*\S+\s*|\s+")
-# The event that ends a stream, by the stored response's status. OpenAI has no event for a
-# cancelled response: it ends as a failed one does (its `status` says `cancelled`).
-_LAST_EVENT = {
-    "completed": "response.completed",
-    "incomplete": "response.incomplete",
-    "failed": "response.failed",
-    "cancelled": "response.failed",
-    "in_progress": "response.in_progress",
-}
-
-
-def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
-    """The server-sent events replaying a stored response's generation, as OpenAI streams
-    them, numbered from 0; the last carries the response itself."""
-    if response["status"] == "queued":
-        steps: Iterable[dict[str, Any]] = [{"type": "response.queued", "response": response}]
-    else:
-        steps = _generation(response)
-    return [
-        {"type": step.pop("type"), "sequence_number": n, **step} for n, step in enumerate(steps)
-    ]
-
-
-def _generation(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    started = {
-        **response,
-        "status": "in_progress",
-        "output": [],
-        "error": None,
-        "incomplete_details": None,
-    }
-    yield {"type": "response.created", "response": started}
-    yield {"type": "response.in_progress", "response": started}
-    for output_index, item in enumerate(response["output"]):
-        at = {"item_id": item["id"], "output_index": output_index}
-        begun = {**item, "status": "in_progress", "content": []}
-        yield {"type": "response.output_item.added", "output_index": output_index, "item": begun}
-        for content_index, part in enumerate(item["content"]):
-            here = {**at, "content_index": content_index}
-            empty = {**part, "annotations": [], "text": ""}
-            yield {"type": "response.content_part.added", **here, "part": empty}
-            for word in _WORD.findall(part["text"]):
-                yield {"type": "response.output_text.delta", **here, "delta": word, "logprobs": []}
-            for index, annotation in enumerate(part["annotations"]):
-                yield {
-                    "type": "response.output_text.annotation.added",
-                    **here,
-                    "annotation_index": index,
-                    "annotation": annotation,
-                }
-            yield {
-                "type": "response.output_text.done",
-                **here,
-                "text": part["text"],
-                "logprobs": [],
-            }
-            yield {"type": "response.content_part.done", **here, "part": part}
-        yield {"type": "response.output_item.done", "output_index": output_index, "item": item}
-    yield {"type": _LAST_EVENT[response["status"]], "response": response}

@@ -175,6 +175,11 @@ def middlewares(mock: Mock) -> list[Any]:
     the four of `REPLACED`, the mock's own layers at their places, and without Connexion's
     ContextMiddleware, whose context only Connexion's own views read (PlannedView does not)."""
     stack: list[Any] = []
+
+    async def checked(authorization: str | None) -> object:
+        # The world's to say who a token names: read under its lock, never waiting on the loop.
+        return await wsgi.when_free(mock.store.lock, lambda: mock.auth.authenticate(authorization))
+
     for middleware in ConnexionMiddleware.default_middlewares:
         middleware = REPLACED.get(middleware, middleware)
         if middleware is SwaggerUIMiddleware:
@@ -190,7 +195,7 @@ def middlewares(mock: Mock) -> list[Any]:
             continue
         stack.append(middleware)
         if middleware is RoutingMiddleware:
-            stack.append(RouteNotes)
+            stack.append(functools.partial(RouteNotes, gateway=(mock.gateway_prefix, checked)))
     return stack
 
 
@@ -241,8 +246,9 @@ def build_connexion_app(mock: Mock) -> connexion.FlaskApp:
         _OWN_DOCUMENTS.reset(own)
     # Starlette picks the handler by the exception's class hierarchy: Connexion registers its
     # own for ProblemException, so each base is claimed here.
+    rendered = functools.partial(render_error, gateway_prefix=mock.gateway_prefix)
     for condition in (Exception, HTTPException, ProblemException, errors.PlatformError):
-        app.add_error_handler(condition, render_error)
+        app.add_error_handler(condition, rendered)
     # Built now rather than on the first request (which would pay for it), so that the
     # operations' Flask views exist to be planned.
     middleware = app.middleware
@@ -313,6 +319,7 @@ class PlannedView:
                 with self.mock.store.tokens.in_use(mine.token):
                     result = self.handler(**arguments)
         if isinstance(result, Answer):  # a body of another media type, made whole
+            mine.pace = result.pace  # delivered at its pace by the fault layer
             return flask.Response(result.body, mimetype=result.media_type, headers=result.headers)
         body, status = result if isinstance(result, tuple) else (result, 200)
         return flask.Response(self.dumps(body) + b"\n", status=status, mimetype="application/json")
@@ -390,7 +397,11 @@ def as_platform_error(
     return errors.MockFailure()
 
 
-def render_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+def render_error(
+    request: ConnexionRequest, exc: Exception, gateway_prefix: str = ""
+) -> ConnexionResponse:
+    """The platform error body of whatever was raised; on the gateway (the paths under
+    `gateway_prefix`), in OpenAI's dialect too (`PlatformError.gateway_body`)."""
     error = as_platform_error(exc, request)
     exchange(request.scope).error = error
     headers: dict[str, Any] = dict(getattr(exc, "headers", None) or {})
@@ -403,8 +414,18 @@ def render_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse
         status_code=error.status,
         mimetype="application/json",
         content_type="application/json",
-        body=orjson.dumps(error.body()),
+        body=orjson.dumps(
+            error.gateway_body() if on_gateway(request.scope, gateway_prefix) else error.body()
+        ),
         headers=headers,
+    )
+
+
+def on_gateway(scope: Scope, gateway_prefix: str) -> bool:
+    """Whether a request is to the gateway: its path is under the gateway's prefix."""
+    path: str = scope.get("path", "")
+    return bool(gateway_prefix) and (
+        path == gateway_prefix or path.startswith(gateway_prefix + "/")
     )
 
 

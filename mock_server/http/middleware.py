@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -320,14 +321,26 @@ class RoutingMiddleware(connexion_routing.RoutingMiddleware):
 class RouteNotes:
     """Notes the routed path parameters, which Connexion keeps only on its own scope copy,
     and answers 404 for a request no operation of the specs matched: Connexion would hand
-    it to Flask, whose router is laxer (it takes `//api/...` for `/api/...`)."""
+    it to Flask, whose router is laxer (it takes `//api/...` for `/api/...`). Under the
+    gateway's prefix, a request without a good bearer token is a 401 first, as the
+    platform's gateway answers any path (`gateway`: its prefix, and what checks a token)."""
 
-    def __init__(self, app: ASGIApp):
+    def __init__(
+        self,
+        app: ASGIApp,
+        gateway: tuple[str, Callable[[str | None], Awaitable[object]]] | None = None,
+    ):
         self.app = app
+        self.gateway = gateway
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             if operation_id(scope) is None:
+                if self.gateway is not None:
+                    prefix, authenticate = self.gateway
+                    path = scope["path"]
+                    if path == prefix or path.startswith(prefix + "/"):
+                        await authenticate(Headers(scope=scope).get("authorization"))
                 raise errors.RouteNotFound(f"No route for {scope['method']} {scope['path']}")
             exchange(scope).path_params = {
                 k: str(v) for k, v in scope.get("path_params", {}).items()

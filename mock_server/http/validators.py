@@ -453,6 +453,9 @@ class RequestValidationMiddleware(ConnexionRequestValidationMiddleware):
     api_cls = _PlannedRequestValidationAPI
 
 
+CHECKED_OFF_LOOP = 1 << 20  # bytes of a response body checked on a worker thread
+
+
 def asks_only_an_object(schema: dict[str, t.Any]) -> bool:
     """Whether a response schema asks nothing of an object's content (its `components`,
     carried for references, aside)."""
@@ -463,12 +466,33 @@ class JSONResponseValidator(JSONResponseBodyValidator):
     """Checks every response body against the contract; a failure is a bug in the mock."""
 
     def wrap_send(self, send: Send) -> Send:
+        """Connexion's: the body is held until it is whole, checked, then sent on. A body
+        over `CHECKED_OFF_LOOP` bytes (a batch of embeddings: tens of MB) is read back and
+        checked on a worker thread, so that the event loop goes on answering meanwhile."""
         # HEAD is answered as its GET without the body (a 405 lists HEAD beside GET in
         # `Allow`): its status and headers are checked as ever, there is no body to check.
         if self._scope["method"] == "HEAD":
             return send
-        wrapped: Send = super().wrap_send(send)
-        return wrapped
+        messages: list[t.MutableMapping[str, t.Any]] = []
+
+        async def send_(message: t.MutableMapping[str, t.Any]) -> None:
+            messages.append(message)
+            if message["type"] == "http.response.start" or message.get("more_body", False):
+                return
+            body = b"".join(m.get("body", b"") for m in messages)
+            if len(body) > CHECKED_OFF_LOOP:
+                await asyncio.to_thread(self._check, body)
+            else:
+                self._check(body)
+            while messages:
+                await send(messages.pop(0))
+
+        return send_
+
+    def _check(self, body: bytes) -> None:
+        parsed = self._parse(part for part in (body,))
+        if not (parsed is None and self._nullable):
+            self._validate(parsed)
 
     def _parse(self, stream: t.Generator[bytes, None, None]) -> t.Any:
         body = b"".join(stream)

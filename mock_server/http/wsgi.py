@@ -32,7 +32,8 @@ WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
 # of up to 64 MiB read, checked and applied; a world of 100,000 runs written out, or rebuilt
 # for a seed it was not built for): served on a worker thread, so that the event loop
 # answers other requests meanwhile. The world's lock still orders every change.
-OFF_LOOP = frozenset({"adminLoadFixtures", "adminGetState", "adminReset"})
+# Embeddings too: up to 2,048 vectors of thousands of dimensions are computed for one request.
+OFF_LOOP = frozenset({"adminLoadFixtures", "adminGetState", "adminReset", "createEmbedding"})
 
 
 class WorldLock(Protocol):

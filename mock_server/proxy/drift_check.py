@@ -6,9 +6,10 @@ In order: the two questions a client asks before it has a token (`min-cli-versio
 `tenant-id` for the target's host), the caller's session, the role bindings of the caller and
 of each of its teams, every page of the runs of each job given (`--job`), the deployments
 behind each secret given (`--secret`, one request each, so that a recording knows which id
-is which secret), each model response given (`--response`, plain and streamed), and
-requests whose documented error the contract names (no token; a role-binding query of
-neither mode; an unknown job; an unknown model response; a `limit` of 0): for those, a
+is which secret), each model response given (`--response`, plain and streamed, and its
+input items), the gateway's models and the first of them, and requests whose documented
+error the contract names (no token; a role-binding query of neither mode; an unknown job;
+an unknown model response; an unknown model; a `limit` of 0): for those, a
 status or code other than the contract's is drift too. Nothing here changes the target; the
 one operation that may (`getOrCreatePersonalAccessToken` creates the token it is asked for
 when there is none) is called only with `--create-token NAME`. Last, every other operation
@@ -32,6 +33,7 @@ from mock_server.reports.drift import ERROR_CODE, STATUS, Difference, ProxiedExc
 
 UNKNOWN_JOB = "drift-check-no-such-job"
 UNKNOWN_RESPONSE = "resp_driftchecknosuchresponse"
+UNKNOWN_MODEL = "drift-check-no-such-model"
 PAGE = 100  # runs asked for per page
 
 
@@ -145,6 +147,11 @@ async def _requests(client: _Client, proxy: Proxy, asked: Asked) -> None:
         path = f"{gateway}/responses/{quote(response, safe='')}"
         await client.send("GET", path)
         await client.send("GET", path, params={"stream": "true"})
+        await client.send("GET", f"{path}/input_items")
+    models = await client.send("GET", f"{gateway}/models")
+    listed = models.get("data") if isinstance(models, dict) else None
+    if isinstance(listed, list) and listed and isinstance(listed[0], dict):
+        await client.send("GET", f"{gateway}/models/{quote(str(listed[0].get('id')), safe='')}")
     if asked.create_token is not None:
         name = quote(asked.create_token, safe="")
         await client.send("GET", f"{api}/personal-access-tokens/{name}")
@@ -158,6 +165,8 @@ async def _requests(client: _Client, proxy: Proxy, asked: Asked) -> None:
     await client.send("GET", f"{api}/jobs/{UNKNOWN_JOB}/runs", expected=unknown_job)
     unknown_response = _Expected(404, 40407, "an unknown model response")
     await client.send("GET", f"{gateway}/responses/{UNKNOWN_RESPONSE}", expected=unknown_response)
+    unknown_model = _Expected(404, 40420, "an unknown model")
+    await client.send("GET", f"{gateway}/models/{UNKNOWN_MODEL}", expected=unknown_model)
     zero = _Expected(400, 40001, "a limit of 0")
     job = asked.jobs[0] if asked.jobs else UNKNOWN_JOB
     path = f"{api}/jobs/{quote(job, safe='')}/runs"

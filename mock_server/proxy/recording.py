@@ -14,7 +14,10 @@ of its token). Each operation shows part of the world, kept by id:
 - `listSecretDeployments`: applications with their workspace, cluster, active version and
   the deployments of it in full (manifest, ids, time, creator); the secrets the manifests
   name (group and key), and a secret's id when a request asked for that one secret alone;
-- `getModelResponse`: the stored response, whole;
+- `getModelResponse`, `createModelResponse`: the stored response, whole;
+  `listModelResponseInputItems` its input items, `deleteModelResponse` its end;
+- `listModels`, `getModel`: the gateway's models; `createEmbedding`: that its model embeds,
+  and its dimension;
 - `getOrCreatePersonalAccessToken`: the token's record (never its value);
 - `stageArtifactVersion`, `applyArtifactVersionTags`, `markArtifactVersionStageFailure`,
   `deleteSecretGroup`: the versions staged (manifest, ids, ML repo and its storage root),
@@ -46,6 +49,7 @@ seen, not with the traffic.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import os
@@ -139,6 +143,8 @@ class _World:
     versions: dict[str, dict[str, Any]] = field(default_factory=dict)  # artifact versions by id
     tokens: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inputs: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # by response
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # the gateway's, by id
     first_user: str | None = None
 
 
@@ -554,8 +560,86 @@ def _learn_model_response(
     answer: Any,
     caller: TokenClaims | None,
 ) -> None:
-    if isinstance(answer, dict) and answer.get("object") == "response":
+    if (
+        isinstance(answer, dict)
+        and answer.get("object") == "response"
+        and answer.get("store", True)
+    ):
         world.responses[answer["id"]] = answer
+
+
+def _learn_deleted_response(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    world.responses.pop(params["id"], None)
+    world.inputs.pop(params["id"], None)
+
+
+def _learn_input_items(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    items = list(answer["data"])
+    if query.get("order", "desc") == "desc":  # the last first: kept in the input's order
+        items.reverse()
+    known = world.inputs.setdefault(params["id"], {})
+    for item in items:
+        known[item["id"]] = item
+
+
+def _model_seen(world: _World, model: Any) -> None:
+    known = world.models.setdefault(model["id"], {"id": model["id"]})
+    known.update(ownedBy=model["owned_by"], created=model["created"])
+
+
+def _learn_models(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    for model in answer["data"]:
+        _model_seen(world, model)
+
+
+def _learn_model(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    _model_seen(world, answer)
+
+
+def _learn_embedding_model(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    """An embedding answered shows that its model embeds, and (unless the request asked for
+    fewer) the model's dimension."""
+    known = world.models.setdefault(answer["model"], {"id": answer["model"]})
+    known["type"] = "embedding"
+    vector = answer["data"][0]["embedding"]
+    if not body.get("dimensions"):
+        size = len(vector) if isinstance(vector, list) else len(base64.b64decode(vector)) // 4
+        known["dimensions"] = size
 
 
 def _learn_token(
@@ -660,6 +744,12 @@ LEARNERS = {
     "listJobRuns": _learn_job_runs,
     "listSecretDeployments": _learn_secret_deployments,
     "getModelResponse": _learn_model_response,
+    "createModelResponse": _learn_model_response,
+    "deleteModelResponse": _learn_deleted_response,
+    "listModelResponseInputItems": _learn_input_items,
+    "listModels": _learn_models,
+    "getModel": _learn_model,
+    "createEmbedding": _learn_embedding_model,
     "getOrCreatePersonalAccessToken": _learn_token,
     "stageArtifactVersion": _learn_stage,
     "applyArtifactVersionTags": _learn_tags,
@@ -721,7 +811,15 @@ class _Writer:
             "applications": applications,
             "artifactVersions": list(self._versions()),
             "personalAccessTokens": list(world.tokens.values()),
-            "modelResponses": [{"response": r} for r in world.responses.values()],
+            "models": [
+                {**model, "type": model.get("type", "chat")} for model in world.models.values()
+            ],
+            "modelResponses": [
+                {"response": r, "input": list(world.inputs[i].values())}
+                if world.inputs.get(i)
+                else {"response": r}
+                for i, r in world.responses.items()
+            ],
         }
         document |= {name: records for name, records in sections.items() if records}
         return document, self.notes

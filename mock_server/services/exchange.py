@@ -19,6 +19,16 @@ from mock_server.state.entities import Caller, PersonalAccessToken
 KEY = "platform_mock"  # of the scope's `extensions`
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How an answer is delivered, as its handler asks (a scripted reply of the gateway):
+    seconds before each event of a stream, and how many events go out before the
+    connection drops (None: all; 0: the answer is never sent)."""
+
+    delay: float = 0.0
+    drop_after: int | None = None
+
+
 @dataclass(slots=True)
 class Exchange:
     """What the layers have learnt of one request, and decided for its answer."""
@@ -32,6 +42,7 @@ class Exchange:
     error: PlatformError | None = None  # the error answered, as the error handler rendered it
     fault: str | None = None  # the fault rule that applied ("prefer" for the header's)
     drop: bool = False  # a fault's: close the connection without an answer
+    pace: Pace | None = None  # the handler's: how its answer is delivered
     _pairs: list[tuple[str, str]] | None = None
     _query: dict[str, list[str]] | None = None
 

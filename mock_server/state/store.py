@@ -57,7 +57,9 @@ SECTIONS = (
     "applications",
     "artifactVersions",
     "personalAccessTokens",
+    "models",
     "modelResponses",
+    "scriptedReplies",
     "clock",
 )
 

@@ -41,6 +41,11 @@ class World:
     job_runs: dict[str, list[JobRun]] = field(default_factory=dict)  # by application id
     tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
     model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The gateway's (`state.gateway`): the input items of model responses, by response id;
+    # the models it serves, by id; the replies scripted for them, in order.
+    response_inputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    models: dict[str, Any] = field(default_factory=dict)
+    scripts: dict[str, Any] = field(default_factory=dict)
     run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
     # Indexes, so that a request costs what it asks and not what the world holds: each is
     # kept beside the container it indexes, by the area that changes that container.

@@ -73,7 +73,9 @@ def counts(store: Store) -> dict[str, int]:
             "secretGroups": len(world.secret_groups),
             "artifactVersions": len(world.artifact_versions),
             "personalAccessTokens": len(world.tokens),
+            "models": len(world.models),
             "modelResponses": len(world.model_responses),
+            "scriptedReplies": len(world.scripts),
         }
 
 
@@ -275,12 +277,27 @@ def _tokens(store: Store) -> Iterator[Record]:
 
 
 def _model_responses(store: Store) -> Iterator[Record]:
+    inputs = store.world.response_inputs
     for response in store.world.model_responses.values():
+        shown = (
+            {**response, "input": inputs[response["id"]]} if response["id"] in inputs else response
+        )
         yield _record(
             response["id"],
             f"{response['id']} {response.get('model', '')}",
-            response,
+            shown,
         )
+
+
+def _models(store: Store) -> Iterator[Record]:
+    for model in store.gateway.models():
+        yield _record(model.id, f"{model.id} {model.kind}", model.record())
+
+
+def _scripts(store: Store) -> Iterator[Record]:
+    for script in store.gateway.scripts():
+        about = script.input if script.input is not None else script.pattern or "any input"
+        yield _record(script.id, f"{script.model or 'any model'}: {about}", script.shown())
 
 
 # How the records of each kind but job runs are walked (runs go through their index).
@@ -294,7 +311,9 @@ _LISTERS: dict[str, Callable[[Store], Iterator[Record]]] = {
     "secretGroups": _secret_groups,
     "artifactVersions": _artifact_versions,
     "personalAccessTokens": _tokens,
+    "models": _models,
     "modelResponses": _model_responses,
+    "scriptedReplies": _scripts,
 }
 # Every kind the view lists, in the order it shows them (and `counts` counts them).
 KINDS = (
@@ -308,5 +327,7 @@ KINDS = (
     "secretGroups",
     "artifactVersions",
     "personalAccessTokens",
+    "models",
     "modelResponses",
+    "scriptedReplies",
 )

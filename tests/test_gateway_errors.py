@@ -1,0 +1,99 @@
+"""Gateway errors in both dialects: the platform's fields and OpenAI's `error` object in one
+body, so that `openai` raises its own exception classes with `.type`, `.param` and a string
+`.code`, while the platform's integer `code` stays in the body.
+
+The other clients (`openai` 2.x, LangChain, the platform's gateway SDK) are checked in
+`tests/test_gateway_clients.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+from tests.conftest import assert_error
+
+DEMO_ID = "resp_0000000000000000000000000000demo"
+
+pytestmark = pytest.mark.platform_mock(expect_violations=True)
+
+
+@pytest.fixture
+def client(server, token) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=server.gateway_url, api_key=token, max_retries=0) as oai:
+        yield oai
+
+
+@pytest.fixture
+def stranger(server) -> Iterator[openai.OpenAI]:
+    """`openai` with a key the mock never issued."""
+    with openai.OpenAI(base_url=server.gateway_url, api_key="sk-not-ours", max_retries=0) as oai:
+        yield oai
+
+
+def test_not_found_carries_both_dialects(gateway):
+    body = assert_error(gateway.get("/responses/resp_missing"), 404, 40407)
+    assert body["error"] == {
+        "message": body["message"],
+        "type": "not_found_error",
+        "param": None,
+        "code": "40407",
+    }
+
+
+def test_a_violation_names_its_parameter_in_param(gateway):
+    response = gateway.get(f"/responses/{DEMO_ID}", params={"starting_after": -1})
+    body = assert_error(response, 400, 40001)
+    assert body["error"]["param"] == "starting_after"
+
+
+def test_control_plane_errors_stay_in_the_platform_dialect(api):
+    response = api.get("/jobs/no-such-job/runs")
+    assert "error" not in assert_error(response, 404, 40406)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/no-such-thing", id="unknown-path"),
+        pytest.param("/v1/chat/completions", id="with-a-version-segment"),
+        pytest.param("", id="the-prefix-itself"),
+    ],
+)
+def test_a_path_the_gateway_lacks_is_401_without_a_good_token(anonymous, server, path):
+    body = assert_error(anonymous.get(server.gateway_url + path), 401, 40101)
+    assert body["error"]["type"] == "authentication_error"
+
+
+def test_a_path_the_gateway_lacks_is_404_with_a_good_token(gateway):
+    body = assert_error(gateway.get("/no-such-thing"), 404, 40401)
+    assert body["error"]["type"] == "not_found_error"
+
+
+def test_openai_not_found_error_with_type_and_string_code(client):
+    with pytest.raises(openai.NotFoundError) as raised:
+        client.responses.retrieve("resp_missing")
+    error = raised.value
+    assert (error.type, error.code, error.param) == ("not_found_error", "40407", None)
+    assert error.message == "Error code: 404 - No model response with id 'resp_missing'"
+    assert error.response.json()["code"] == 40407
+
+
+def test_openai_authentication_error_with_type_and_string_code(stranger):
+    with pytest.raises(openai.AuthenticationError) as raised:
+        stranger.responses.retrieve(DEMO_ID)
+    assert (raised.value.type, raised.value.code) == ("authentication_error", "invalid_api_key")
+    assert raised.value.response.json()["code"] == 40102
+
+
+def test_openai_bad_request_error_with_type_param_and_string_code(client):
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.responses.retrieve(DEMO_ID, starting_after=-1)
+    error = raised.value
+    assert (error.type, error.code, error.param) == (
+        "invalid_request_error",
+        "40001",
+        "starting_after",
+    )
