@@ -48,8 +48,10 @@ def run(*options: str, env: dict[str, str] | None = None) -> subprocess.Complete
     return subprocess.run(
         # The caller breaks the contract on purpose (a failed request to log): the check lets
         # it pass, so each test reads the log, not the verdict.
-        [sys.executable, "-m", "mock_server", "run", "--allow-violations", *options]
-        + ["--", sys.executable, "-c", CALLER],
+        [
+            sys.executable, "-m", "mock_server", "run", "--allow-violations", *options,
+            "--", sys.executable, "-c", CALLER,
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         timeout=180,
