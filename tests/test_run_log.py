@@ -45,13 +45,11 @@ PRINTED = "valid 200\nbogus 400\narmed 201\nfaulted 503\n"
 
 def run(*options: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    # The caller breaks the contract on purpose (a failed request to log): the check lets it
+    # pass, so each test reads the log, not the verdict.
+    mock = [sys.executable, "-m", "mock_server", "run", "--allow-violations", *options]
     return subprocess.run(
-        # The caller breaks the contract on purpose (a failed request to log): the check lets
-        # it pass, so each test reads the log, not the verdict.
-        [
-            sys.executable, "-m", "mock_server", "run", "--allow-violations", *options,
-            "--", sys.executable, "-c", CALLER,
-        ],  # fmt: skip
+        [*mock, "--", sys.executable, "-c", CALLER],
         capture_output=True,
         text=True,
         timeout=180,
