@@ -68,7 +68,12 @@ GENERATED_WORLD = {
 }
 
 
-UNKNOWN_REPO = {"type": "model-version", "name": "m", "ml_repo": "nope", "source": {"type": "x"}}
+UNKNOWN_REPO = {
+    "type": "model-version",
+    "name": "m",
+    "ml_repo": "nope",
+    "source": {"type": "truefoundry"},
+}
 
 
 # -- envelopes the SDK has no model of, made of the SDK's own models ----------------------------
@@ -140,13 +145,16 @@ def _secret_deployments(world: World) -> Iterator[bytes]:
 
 def _stage(world: World) -> Iterator[bytes]:
     kinds: list[tuple[str, dict[str, Any]]] = [
-        ("artifact-version", {"metadata": {"rows": 10}}),
-        ("model-version", {"framework": {"type": "transformers"}}),
-        ("agent-skill", {"step": 3}),
+        # The SDK's own name for the platform's storage.
+        ("artifact-version", {"metadata": {"rows": 10}, "source": {"type": "truefoundry"}}),
+        (
+            "model-version",
+            {"framework": {"type": "transformers"}, "source": {"type": "truefoundry"}},
+        ),
+        ("agent-skill", {"source": {"type": "inline", "skill_md": "# A skill\n"}}),
     ]
     for type_, extra in kinds:
         manifest = {"type": type_, "name": "oracle", "ml_repo": "demo-repo", **extra}
-        manifest["source"] = {"type": "truefoundry"}  # the SDK's own name for it
         yield world.ok(world.api.post("/artifact-versions/stage", json={"manifest": manifest}))
 
 
@@ -287,6 +295,7 @@ def _from_catalog(operation_id: str) -> Oracle | None:
         model,
         lambda w: iter([w.ok(send(w))]),
         lambda w: send(w, notAParameterOfIt="1"),
+        extras=entry.client_extras,
     )
 
 

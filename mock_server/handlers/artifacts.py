@@ -109,7 +109,7 @@ FINALIZE_ERRORS = {
                 "name": "embeddings",
                 "ml_repo": "demo-repo",
                 "metadata": {"rows": 1000},
-                "source": {"type": "truefoundry", "uri": "<storage-root:embeddings/2>"},
+                "source": {"type": "truefoundry", "uri": "<storage-root:embeddings/3>"},
             }
         },
     ),
@@ -133,7 +133,7 @@ def finalize_artifact_version(body: dict[str, Any]) -> dict[str, Any]:
                 "ml_repo": "demo-repo",
                 "metadata": {"accuracy": 0.93},
                 "framework": {"type": "transformers"},
-                "source": {"type": "truefoundry", "uri": "<storage-root:sentiment/2>"},
+                "source": {"type": "truefoundry", "uri": "<storage-root:sentiment/3>"},
             }
         },
     ),
@@ -152,7 +152,7 @@ def _list(kind: str, **query: Any) -> dict[str, Any]:
 
 @operation(
     "listArtifactVersions",
-    Example("GET", "/api/svc/v1/artifact-versions", query={"name": "embeddings"}),
+    Example("GET", "/api/svc/v1/artifact-versions"),
     client_model="truefoundry_sdk.types:ListArtifactVersionsResponse",
 )
 def list_artifact_versions(
@@ -186,7 +186,7 @@ def list_artifact_versions(
 
 @operation(
     "listModelVersions",
-    Example("GET", "/api/svc/v1/model-versions", query={"name": "sentiment"}),
+    Example("GET", "/api/svc/v1/model-versions"),
     client_model="truefoundry_sdk.types:ListModelVersionsResponse",
 )
 def list_model_versions(

@@ -9,11 +9,7 @@ from mock_server.core import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 from mock_server.handlers.operation import Example, operation
-from mock_server.state.jobs import (
-    AmbiguousJobRequest,
-    ApplicationNotFound,
-    JobRunEnded,
-)
+from mock_server.state.jobs import ApplicationNotFound, JobRunEnded
 
 
 @operation(
@@ -53,14 +49,9 @@ def list_runs(
     Example(
         "POST",
         "/api/svc/v1/jobs/trigger",
-        body={
-            "deploymentId": "<deployment:trainer/2>",
-            "input": {"command": "python train.py --epochs 1"},
-            "metadata": {"job_run_name_alias": "smoke-test"},
-        },
+        body={"deploymentId": "<deployment:trainer/2>"},
     ),
     {
-        400: AmbiguousJobRequest,
         403: errors.PermissionDenied,
         404: ApplicationNotFound,
         422: errors.NotAJob,
@@ -69,7 +60,7 @@ def list_runs(
 )
 def trigger(body: dict[str, Any]) -> dict[str, Any]:
     jobs = store().jobs
-    deployment = jobs.deployment(body.get("deploymentId"), body.get("applicationId"))
+    deployment = jobs.deployment(body["deploymentId"])
     given = (body.get("input") or {}).get("command")
     command = shlex.join(given) if isinstance(given, list) else given
     run = jobs.trigger(
@@ -95,13 +86,8 @@ def trigger(body: dict[str, Any]) -> dict[str, Any]:
             "deploymentId": "<deployment:trainer/2>",
             "jobRunName": "<job-run:trainer/trainer-nightly>",
         },
-        body={
-            "deploymentId": "<deployment:trainer/2>",
-            "jobRunName": "<job-run:trainer/trainer-nightly>",
-        },
     ),
     {
-        400: AmbiguousJobRequest,
         403: errors.PermissionDenied,
         404: ApplicationNotFound,
         409: JobRunEnded,
@@ -109,14 +95,10 @@ def trigger(body: dict[str, Any]) -> dict[str, Any]:
     },
     client_model="truefoundry_sdk.types:TerminateJobResponse",
 )
-def terminate(
-    *, deployment_id: str, job_run_name: str, body: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    for name, value in (("deploymentId", deployment_id), ("jobRunName", job_run_name)):
-        if body and body.get(name) not in (None, value):
-            raise AmbiguousJobRequest(f"The body's {name} is not the query's {value!r}")
+def terminate(*, deployment_id: str, job_run_name: str) -> dict[str, Any]:
+    # The platform's CLI sends both again in a body, which the query makes needless to read.
     jobs = store().jobs
-    run = jobs.terminate(caller(), jobs.deployment(deployment_id, None), job_run_name)
+    run = jobs.terminate(caller(), jobs.deployment(deployment_id), job_run_name)
     return {
         "message": f"Termination of run {run.name} requested",
         "jobRunStatus": run.status,

@@ -67,7 +67,7 @@ def _url(signed: Signed) -> dict[str, str]:
         "POST",
         "/api/svc/v1/artifact-versions/signed-urls",
         body={
-            "id": "<artifact-version:embeddings/2>",
+            "id": "<artifact-version:embeddings/3>",
             "paths": ["embeddings.npy", "config/settings.json"],
             "operation": "WRITE",
         },
@@ -79,7 +79,6 @@ def _url(signed: Signed) -> dict[str, str]:
         409: ArtifactVersionNotStaged,
     },
     client_model="truefoundry_sdk.types:GetSignedUrLsResponse",
-    read_only=True,  # it signs URLs: nothing of the world changes until one is used
     recorded=False,  # URLs of this server's: nothing of the world a recording keeps
 )
 def signed_urls(body: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +91,7 @@ def signed_urls(body: dict[str, Any]) -> dict[str, Any]:
     Example(
         "POST",
         "/api/svc/v1/artifact-versions/signed-urls/multipart",
-        body={"id": "<artifact-version:embeddings/2>", "path": "embeddings.npy", "num_parts": 2},
+        body={"id": "<artifact-version:embeddings/3>", "path": "embeddings.npy", "num_parts": 2},
     ),
     {
         400: InvalidFilePath,

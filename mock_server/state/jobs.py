@@ -46,15 +46,6 @@ NEXT_STATUS = {
 RESTING = frozenset({"RUNNING", "TERMINATED"})
 
 
-class AmbiguousJobRequest(errors.PlatformError):
-    status, code = 400, 40013
-    condition = (
-        "a trigger names neither a deployment nor an application, or both; or a terminate's "
-        "body names another deployment or run than its query"
-    )
-    default_message = "Name the job (deploymentId or applicationId) once"
-
-
 class ApplicationNotFound(errors.PlatformError):
     status, code = 404, 40424
     condition = "application or deployment not found"
@@ -213,24 +204,12 @@ class Jobs(Area):
         self.identity.require(caller, "write", workspace)
         return application
 
-    @locked
-    def deployment(self, deployment_id: str | None, application_id: str | None) -> Deployment:
-        """A deployment by id, or the active one of an application by id: exactly one."""
-        if (deployment_id is None) == (application_id is None):
-            raise AmbiguousJobRequest(
-                "Give exactly one of deploymentId and applicationId, not "
-                + ("both" if deployment_id else "neither")
-            )
-        world = self.world
-        if deployment_id is not None:
-            found = world.deployments.get(deployment_id)
-            if found is None:
-                raise ApplicationNotFound(f"No deployment with id {deployment_id!r}")
-            return found
-        application = world.applications.get(application_id or "")
-        if application is None or not application.deployment_ids:
-            raise ApplicationNotFound(f"No application with id {application_id!r}")
-        return world.deployments[application.deployment_ids[application.active_version]]
+    def deployment(self, deployment_id: str) -> Deployment:
+        """A deployment by id."""
+        found = self.world.deployments.get(deployment_id)
+        if found is None:
+            raise ApplicationNotFound(f"No deployment with id {deployment_id!r}")
+        return found
 
     @locked
     def trigger(
