@@ -372,7 +372,7 @@ class Identity(Area):
             )
             for role, subjects in sorted(subjects_by_role.items())
         ]
-        return derived + self._applied(lambda b: any(r is resource for r, _ in b.permissions))
+        return self._with_applied(derived, lambda b: any(r is resource for r, _ in b.permissions))
 
     def _manifests_for_subject(
         self, subject_type: str, subject_id: str, only_tenant: bool
