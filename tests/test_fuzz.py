@@ -387,6 +387,15 @@ def test_every_link_of_the_spec_belongs_to_a_workflow():
 def _linked_contract(links: dict[tuple[str, str], dict[str, Any]]) -> OpenApiSchema:
     """The control plane with these links, restricted to the operations they join."""
     raw = _as_read("control-plane.yaml")
+    # The versions' `run_ids` filter names runs of the platform's experiment tracking, which
+    # no operation of the contract makes: schemathesis infers a resource from it that no
+    # answer gives, reads a manifest's `run_id` as a reference to it, and would never start
+    # a workflow with the stage that carries one.
+    for methods in raw["paths"].values():
+        for definition in methods.values():
+            definition["parameters"] = [
+                p for p in definition.get("parameters", []) if p.get("name") != "run_ids"
+            ]
     for methods in raw["paths"].values():  # the other workflows' links go
         for definition in methods.values():
             for response in definition["responses"].values():

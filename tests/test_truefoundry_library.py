@@ -409,6 +409,8 @@ def test_every_operation_only_the_library_reads_is_an_operation_of_the_contract(
 
 def _manifests_of(answer: dict[str, Any]) -> dict[str, Any]:
     assert answer["status"] == 200, answer
+    names = [m["name"] for m in answer["body"]["data"]]
+    assert len(set(names)) == len(names), names  # one manifest a name
     return {m["name"]: m for m in answer["body"]["data"]}
 
 

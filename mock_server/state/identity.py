@@ -396,20 +396,28 @@ class Identity(Area):
             )
             for role, resources in sorted(resources_by_role.items())
         ]
-        return derived + self._applied(
+        return self._with_applied(
+            derived,
             lambda b: (
                 any(s is subject for s in b.subjects)
                 and (not only_tenant or any(r.type == "tenant" for r, _ in b.permissions))
-            )
+            ),
         )
 
-    def _applied(self, wanted: Callable[[AppliedRoleBinding], bool]) -> list[RoleBinding]:
-        """The role bindings applied through the API that `wanted` picks, whole, by name."""
-        return [
+    def _with_applied(
+        self, derived: list[RoleBinding], wanted: Callable[[AppliedRoleBinding], bool]
+    ) -> list[RoleBinding]:
+        """The manifests derived from the grants, then the role bindings applied through the
+        API that `wanted` picks, whole, by name: an applied binding takes the place of a
+        derived manifest of its name (applying a manifest this operation generated, changed
+        or not, makes it the one it returns)."""
+        applied = [
             RoleBinding(b.name, list(b.subjects), list(b.permissions))
             for _, b in sorted(self.world.role_bindings.items())
             if wanted(b)
         ]
+        names = {b.name for b in applied}
+        return [d for d in derived if d.name not in names] + applied
 
     # -- role bindings applied and deleted (`PUT /apply`, `POST /delete`) -----------------
     def resource_by_fqn(self, type_: str, fqn: str) -> Resource | None:
