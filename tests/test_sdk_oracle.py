@@ -258,6 +258,113 @@ ORACLES: dict[str, Oracle] = {
 }
 
 
+# -- the records of the users' flows: every kind an apply makes, every page of versions ------
+
+ROOT = "s3://platform-acme-artifacts/demo-repo"
+SKILL_MD = "---\nname: oracle\ndescription: d\n---\nDo it.\n"
+
+
+def _applied(world: World) -> Iterator[bytes]:
+    """An apply of each kind the mock applies, created then updated, and a dry run."""
+    binding = {
+        "type": "role-binding",
+        "name": "oracle-binding",
+        "subjects": [{"type": "team", "name": "ml-platform"}],
+        "permissions": [
+            {
+                "resourceType": "mlf-project",
+                "resourceFqn": "acme:demo-repo",
+                "role": "mlf-project-viewer",
+            }
+        ],
+    }
+    group = {
+        "type": "secret-group",
+        "name": "oracle-keys",
+        "integration_fqn": "acme:aws:secrets-manager",
+        "secrets": [{"key": "K", "value": "v"}],
+    }
+    skill = {"type": "agent-skill", "name": "oracle", "ml_repo": "demo-repo", "metadata": {}}
+    staged = world.ok(
+        world.api.post(
+            "/artifact-versions/stage",
+            json={"manifest": {**skill, "source": {"type": "inline", "skill_md": SKILL_MD}}},
+        )
+    )
+    uri = json.loads(staged)["storage_root"]
+    external = {"type": "external", "uri": "s3://bucket/oracle/"}
+    model = {"type": "model-version", "name": "sentiment", "ml_repo": "demo-repo", "metadata": {}}
+    manifests = [
+        binding,
+        group,
+        {**skill, "source": {"type": "blob-storage", "description": "d", "uri": uri}},
+        {**skill, "name": "oracle-inline", "source": {"type": "inline", "skill_md": SKILL_MD}},
+        {**model, "name": "oracle", "framework": {"type": "xgboost"}, "source": external},
+        {**model, "name": "oracle-artifact", "type": "artifact-version", "source": external},
+        {**model, "source": {"type": "truefoundry", "uri": f"{ROOT}/models/sentiment/1/"}},
+    ]
+    for manifest in manifests:
+        yield world.ok(world.api.put("/apply", json={"manifest": manifest}))
+        yield world.ok(world.api.put("/apply", json={"manifest": manifest, "dryRun": True}))
+
+
+def _versions(path: str) -> Callable[[World], Iterator[bytes]]:
+    def bodies(world: World) -> Iterator[bytes]:
+        offset = 0
+        while True:  # every page, and the empty one past the end
+            body = world.ok(world.api.get(path, params={"limit": 2, "offset": offset}))
+            yield body
+            if b'"data":[]' in body:
+                return
+            offset += 2
+
+    return bodies
+
+
+def _triggered(world: World) -> Iterator[bytes]:
+    for job_id in world.job_ids():
+        application = world.mock.store.world.applications[job_id]
+        deployment = application.deployment_ids[application.active_version]
+        yield world.ok(world.api.post("/jobs/trigger", json={"deploymentId": deployment}))
+
+
+def _applications(world: World) -> Iterator[bytes]:
+    for application_id in list(world.mock.store.world.applications):
+        yield world.ok(world.api.get(f"/apps/{application_id}"))
+
+
+ORACLES.update(
+    {
+        "applyManifest": Oracle(
+            sdk.TrueFoundryApplyResponse,
+            _applied,
+            lambda w: w.api.put("/apply", json={"manifest": {"type": "service"}}),
+        ),
+        "listArtifactVersions": Oracle(
+            sdk.ListArtifactVersionsResponse,
+            _versions("/artifact-versions"),
+            lambda w: w.api.get("/artifact-versions", params={"limit": 0}),
+        ),
+        "listModelVersions": Oracle(
+            sdk.ListModelVersionsResponse,
+            _versions("/model-versions"),
+            lambda w: w.api.get("/model-versions", params={"limit": 0}),
+        ),
+        "triggerJob": Oracle(
+            sdk.TriggerJobRunResponse,
+            _triggered,
+            lambda w: w.api.post("/jobs/trigger", json={"deploymentId": "nope"}),
+        ),
+        "getApplication": Oracle(
+            sdk.GetApplicationResponse,
+            _applications,
+            lambda w: w.api.get("/apps/nope"),
+            extras=frozenset({"data.workspace"}),
+        ),
+    }
+)
+
+
 # The platform's library (`truefoundry`, not installed here): the models of the operations
 # only it reads are checked in its own environment (tests/test_truefoundry_library.py).
 LIBRARY = "truefoundry."

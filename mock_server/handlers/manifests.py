@@ -50,8 +50,13 @@ from mock_server.state.sources import iso
 def apply(body: dict[str, Any]) -> dict[str, Any]:
     applied = store().manifests.apply(caller(), body["manifest"], dry_run=body["dryRun"])
     answer: dict[str, Any] = {"action": applied.action, "data": record(applied.record)}
-    if applied.existing is not None:
-        answer["existingManifest"] = applied.existing
+    # The SDK reads an existing manifest of every kind the mock applies but an agent skill's
+    # (its model of `existingManifest` has none): a skill's update shows none.
+    existing = applied.existing
+    if existing is not None and existing["type"] != "agent-skill":
+        if isinstance(applied.record, ArtifactVersion):  # with the metadata the SDK requires
+            existing = {"metadata": {}, **existing}
+        answer["existingManifest"] = existing
     return answer
 
 
