@@ -6,6 +6,7 @@ cascades as operation 6's, versions finalised, dry runs."""
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import httpx
 import pytest
@@ -14,7 +15,7 @@ from mock_server.fixtures import loader as fixtures
 from tests.conftest import assert_error, new_store, token_of
 
 BOB = "bob@acme.example"
-BINDING = {
+BINDING: dict[str, Any] = {
     "type": "role-binding",
     "name": "bob-edits-ml-team",
     "subjects": [{"type": "user", "name": BOB}],
@@ -26,7 +27,7 @@ BINDING = {
         }
     ],
 }
-GROUP = {
+GROUP: dict[str, Any] = {
     "type": "secret-group",
     "name": "ci-keys",
     "integration_fqn": "acme:aws:secrets-manager",

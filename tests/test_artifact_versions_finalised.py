@@ -5,6 +5,8 @@ version with staging, tags and failure, and FQNs in the platform's documented fo
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -17,7 +19,7 @@ EMBEDDINGS_1 = "5e0f5c1a-7b1e-4c35-9d1a-00000000000d"
 
 
 def stage(api: httpx.Client, type_: str = "artifact-version", name: str = "fresh") -> dict:
-    manifest = {"type": type_, "name": name, "ml_repo": "demo-repo"}
+    manifest: dict[str, Any] = {"type": type_, "name": name, "ml_repo": "demo-repo"}
     manifest["source"] = {"type": "truefoundry"}
     response = api.post("/artifact-versions/stage", json={"manifest": manifest})
     assert response.status_code == 200, response.text
@@ -127,13 +129,13 @@ def test_an_external_source_makes_a_new_version_ready_at_once(api, store):
 
 @pytest.mark.platform_mock(expect_violations=True)
 def test_a_local_source_is_refused_the_client_resolves_it(api):
-    manifest = {"type": "artifact-version", "name": "x", "ml_repo": "demo-repo"}
+    manifest: dict[str, Any] = {"type": "artifact-version", "name": "x", "ml_repo": "demo-repo"}
     manifest["source"] = {"type": "local", "paths": [{"src": "a"}]}
     assert_error(api.put("/artifact-versions", json={"manifest": manifest}), 400, 40001)
 
 
 def test_finalising_in_an_unknown_repo_is_404_40403(api):
-    manifest = {"type": "artifact-version", "name": "x", "ml_repo": "nope"}
+    manifest: dict[str, Any] = {"type": "artifact-version", "name": "x", "ml_repo": "nope"}
     manifest["source"] = {"type": "truefoundry", "uri": "s3://x/"}
     assert_error(api.put("/artifact-versions", json={"manifest": manifest}), 404, 40403)
 
