@@ -707,6 +707,9 @@ def _learn_applied(
             p["resource"] is None or p["role"] not in ROLES for p in permissions
         ):
             return  # a binding a fixture cannot hold
+        if caller is not None:  # binding roles proves an admin role on each resource
+            for permission in permissions:
+                world.access[(caller.reference, "delete", str(permission["resource"]))] = None
         world.role_bindings[data["name"]] = {
             "name": data["name"],
             "id": data.get("id"),
@@ -724,6 +727,8 @@ def _learn_applied(
             return
         group = world.groups[name]
         group["integration"] = body["manifest"].get("integration_fqn")
+        if caller is not None and world.tenant is not None and answer["action"] == "CREATE":
+            world.access[(caller.reference, "write", f"tenant:{world.tenant}")] = None
         group["secrets"] = {}
         for secret in data.get("associatedSecrets") or ():
             _secret(world, str(secret.get("fqn")), secret.get("id"))
@@ -803,6 +808,8 @@ def _learn_triggered(
     job = _application(world, run["applicationId"])
     job.type = "job"
     _run_seen(world, job, run)
+    if caller is not None:
+        world.access[(caller.reference, "write", f"job:{job.id}")] = None
     if run["status"] in MOVING:
         job.runs[run["id"]]["moving"] = True
 
