@@ -24,19 +24,18 @@ when the first test asks for the mock.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
 import os
 import re
-import sys
 import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from mock_server.core.coordinates import Coordinates
     from mock_server.fixtures.loader import Fixture
     from mock_server.http.mock import PlatformMock
+    from mock_server.http.remote import RemoteMock
     from mock_server.http.server import BackgroundServer
     from mock_server.reports.report import ContractReport
     from mock_server.services.faults import Fault
@@ -69,16 +69,15 @@ _TARGETS = pytest.StashKey[dict[str, Path]]()  # where each format of the report
 _MIN_COVERAGE = pytest.StashKey[float]()
 
 
-def _quietly(module: str) -> ModuleType:
-    """A module of the mock, imported on first use without the deprecation warnings its
-    third-party imports raise (Connexion's use of jsonschema's RefResolver): those are for
-    the mock's maintainers, and would show in every user's warnings summary."""
-    if module not in sys.modules:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
-            __import__(module)
-    return sys.modules[module]
+@contextlib.contextmanager
+def _quietly() -> Iterator[None]:
+    """Around an import of the mock on first use: without the deprecation warnings its
+    third-party imports raise (Connexion's use of jsonschema's RefResolver), which are for
+    the mock's maintainers and would show in every user's warnings summary."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        yield
 
 
 @functools.cache
@@ -209,11 +208,14 @@ def pytest_configure(config: pytest.Config) -> None:
     minimum = config.getoption("--platform-mock-min-coverage")
     if minimum is not None:
         try:
-            config.stash[_MIN_COVERAGE] = _quietly("mock_server.reports.report").percentage(minimum)
+            with _quietly():
+                from mock_server.reports import report
+            config.stash[_MIN_COVERAGE] = report.percentage(minimum)
         except ValueError as exc:
             raise pytest.UsageError(f"--platform-mock-min-coverage: {exc}") from None
     if config.getoption("--platform-mock-report"):
-        report_files = _quietly("mock_server.reports.report_files")
+        with _quietly():
+            from mock_server.reports import report_files
         try:
             targets = report_files.targets(config.getoption("--platform-mock-report"))
         except report_files.TargetError as exc:
@@ -243,7 +245,10 @@ def _use_served_mock(config: pytest.Config) -> None:
     """Use the mock `platform-mock run` serves around this session: itself, or for a
     pytest-xdist worker a world of its own beside it, which the worker's environment then
     names (`TFY_HOST`, `OPENAI_BASE_URL`, ...) for the clients its tests build from it."""
-    where = _quietly("mock_server.core.coordinates").Coordinates.from_environment(os.environ)
+    with _quietly():
+        from mock_server.core.coordinates import Coordinates
+        from mock_server.http.remote import RemoteMock
+    where = Coordinates.from_environment(os.environ)
     if where is None:
         raise pytest.UsageError(
             "PLATFORM_MOCK_ADMIN_TOKEN is set but the mock's coordinates are not all there "
@@ -253,7 +258,7 @@ def _use_served_mock(config: pytest.Config) -> None:
     if not _is_xdist_worker(config):
         config.stash[_BACKEND] = _Remote(where)
         return
-    parent = _quietly("mock_server.http.remote").RemoteMock(where, verify=ssl_context())
+    parent = RemoteMock(where, verify=ssl_context())
     world, own = parent.create_world()
     os.environ.update(own.environment())
     config.stash[_BACKEND] = _Remote(own, world, parent)
@@ -327,7 +332,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def violations_text(entries: list[Any]) -> str:
     """Each request that broke the contract, and every rule it broke (what the client sent
     shown escaped: a test's report is read on terminals and in CI logs)."""
-    escape = _quietly("mock_server.core.escape")
+    from mock_server.core import escape
+
     lines = [f"{len(entries)} request(s) of this test broke the platform API's contract:"]
     for entry in entries:
         lines.append(f"  {escape.text(entry.describe())}: {escape.text(entry.message)}")
@@ -359,9 +365,10 @@ def _session_seed(config: pytest.Config) -> int | None:
     return int(given)
 
 
-class _Backend:
+class _Backend(Protocol):
     """The session's mock as the plugin drives it: in this process, or (under `platform-mock
-    run`) in another, through its admin API."""
+    run`) in another, through its admin API. `_Local` and `_Remote` are the two; what a
+    backend must do itself is left bare here, and mypy refuses a backend that lacks one."""
 
     seed: int  # of the world the mock started with, which each test starts from
     in_process: bool = False  # whether clients reach the mock without a socket
@@ -369,7 +376,7 @@ class _Backend:
     @property
     def coordinates(self) -> Coordinates:
         """Where the mock is served (for a mock of this process, served from here on)."""
-        raise NotImplementedError
+        ...
 
     @property
     def server(self) -> BackgroundServer | None:
@@ -389,42 +396,31 @@ class _Backend:
         options.setdefault("base_url", self.coordinates.url)
         return httpx.AsyncClient(verify=ssl_context(), **options)
 
-    def begin_test(self, name: str, *, expecting: bool) -> None:
-        raise NotImplementedError
+    def begin_test(self, name: str, *, expecting: bool) -> None: ...
 
-    def violations(self, test: str) -> list[Entry]:
-        raise NotImplementedError
+    def violations(self, test: str) -> list[Entry]: ...
 
-    def end_test(self) -> list[Entry]:
-        raise NotImplementedError
+    def end_test(self) -> list[Entry]: ...
 
-    def reset(self, seed: int | None, extra: list[Fixture]) -> None:
-        raise NotImplementedError
+    def reset(self, seed: int | None, extra: list[Fixture]) -> None: ...
 
-    def journal(self) -> Journal:
-        raise NotImplementedError
+    def journal(self) -> Journal: ...
 
-    def store(self) -> Store:
-        raise NotImplementedError
+    def store(self) -> Store: ...
 
-    def load(self, document: dict[str, Any]) -> None:
-        raise NotImplementedError
+    def load(self, document: dict[str, Any]) -> None: ...
 
-    def fault(self, operation_id: str, **effect: Any) -> Fault:
-        raise NotImplementedError
+    def fault(self, operation_id: str, **effect: Any) -> Fault: ...
 
-    def token_for(self, subject: str) -> str:
-        raise NotImplementedError
+    def token_for(self, subject: str) -> str: ...
 
     def token(self) -> str:
         """The default user's token in the world as it is (a marker may re-seed it)."""
-        raise NotImplementedError
+        ...
 
-    def report(self) -> dict[str, Any]:
-        raise NotImplementedError
+    def report(self) -> dict[str, Any]: ...
 
-    def close(self) -> None:
-        raise NotImplementedError
+    def close(self) -> None: ...
 
 
 class _Local(_Backend):
@@ -436,14 +432,15 @@ class _Local(_Backend):
     def __init__(self, config: pytest.Config):
         paths = [*config.getini("platform_mock_fixtures")]
         paths += config.getoption("--platform-mock-fixtures")
-        app = _quietly("mock_server.http.mock")
+        with _quietly():
+            from mock_server.http.mock import MockConfig, PlatformMock
+            from mock_server.http.transport import AsyncMockTransport, MockTransport
         self.seed = _session_seed(config) or 0
-        self.mock: PlatformMock = app.PlatformMock(app.MockConfig(seed=self.seed, fixtures=paths))
+        self.mock = PlatformMock(MockConfig(seed=self.seed, fixtures=paths))
         self._server: BackgroundServer | None = None
         self._starting = threading.Lock()
-        transport = _quietly("mock_server.http.transport")
-        self._transport = transport.MockTransport(self.mock)
-        self._async_transport = transport.AsyncMockTransport(self.mock)
+        self._transport = MockTransport(self.mock)
+        self._async_transport = AsyncMockTransport(self.mock)
 
     @property
     def serving(self) -> bool:
@@ -454,9 +451,10 @@ class _Local(_Backend):
     def server(self) -> BackgroundServer:
         with self._starting:
             if self._server is None:
-                self._server = (
-                    _quietly("mock_server.http.server").BackgroundServer(self.mock).start()
-                )
+                with _quietly():
+                    from mock_server.http.server import BackgroundServer
+
+                self._server = BackgroundServer(self.mock).start()
             return self._server
 
     @property
@@ -467,13 +465,17 @@ class _Local(_Backend):
     def http_client(self, **options: Any) -> httpx.Client:
         import httpx
 
-        options.setdefault("base_url", _quietly("mock_server.http.transport").IN_PROCESS_URL)
+        from mock_server.http.transport import IN_PROCESS_URL
+
+        options.setdefault("base_url", IN_PROCESS_URL)
         return httpx.Client(transport=self._transport, **options)
 
     def async_http_client(self, **options: Any) -> httpx.AsyncClient:
         import httpx
 
-        options.setdefault("base_url", _quietly("mock_server.http.transport").IN_PROCESS_URL)
+        from mock_server.http.transport import IN_PROCESS_URL
+
+        options.setdefault("base_url", IN_PROCESS_URL)
         return httpx.AsyncClient(transport=self._async_transport, **options)
 
     def begin_test(self, name: str, *, expecting: bool) -> None:
@@ -498,8 +500,9 @@ class _Local(_Backend):
         return self.mock.store
 
     def load(self, document: dict[str, Any]) -> None:
-        fixtures = _quietly("mock_server.fixtures.loader")
-        self.mock.store.load(fixtures.check(document, "platform_mock.load"))
+        from mock_server.fixtures import loader
+
+        self.mock.store.load(loader.check(document, "platform_mock.load"))
 
     def fault(self, operation_id: str, **effect: Any) -> Fault:
         return self.mock.faults.add(operation_id, **effect)
@@ -523,8 +526,12 @@ class _Remote(_Backend):
     """The mock of another process (`platform-mock run`), or a world of its own served beside
     it (for a pytest-xdist worker, whose `parent` is then the admin API of that mock)."""
 
-    def __init__(self, where: Coordinates, world: str | None = None, parent: Any = None):
-        self.remote = _quietly("mock_server.http.remote").RemoteMock(where, verify=ssl_context())
+    def __init__(
+        self, where: Coordinates, world: str | None = None, parent: RemoteMock | None = None
+    ):
+        with _quietly():
+            from mock_server.http.remote import RemoteMock
+        self.remote = RemoteMock(where, verify=ssl_context())
         self._where = where
         self.seed = where.seed
         self._world, self._parent = world, parent
@@ -537,46 +544,38 @@ class _Remote(_Backend):
         self.remote.begin_test(name, expecting=expecting)
 
     def violations(self, test: str) -> list[Entry]:
-        found: list[Entry] = self.remote.violations(test)
-        return found
+        return self.remote.violations(test)
 
     def end_test(self) -> list[Entry]:
-        found: list[Entry] = self.remote.end_test()
-        return found
+        return self.remote.end_test()
 
     def reset(self, seed: int | None, extra: list[Fixture]) -> None:
         self.remote.reset(seed, extra)
 
     def journal(self) -> Journal:
-        found: Journal = self.remote.journal
-        return found
+        return self.remote.journal
 
     def store(self) -> Store:
-        found: Store = self.remote.store()
-        return found
+        return self.remote.store()
 
     def load(self, document: dict[str, Any]) -> None:
         self.remote.load(document)
 
     def fault(self, operation_id: str, **effect: Any) -> Fault:
-        found: Fault = self.remote.fault(operation_id, **effect)
-        return found
+        return self.remote.fault(operation_id, **effect)
 
     def token_for(self, subject: str) -> str:
-        found: str = self.remote.token_for(subject)
-        return found
+        return self.remote.token_for(subject)
 
     def token(self) -> str:
-        found: str = self.remote.token
-        return found
+        return self.remote.token
 
     def report(self) -> dict[str, Any]:
-        found: dict[str, Any] = self.remote.report()
-        return found
+        return self.remote.report()
 
     def close(self) -> None:
         self.remote.close()
-        if self._world is not None:
+        if self._world is not None and self._parent is not None:
             self._parent.delete_world(self._world)
             self._parent.close()
 
@@ -702,10 +701,12 @@ class MockHandle:
         """An httpx client of the control plane, authenticated (default: `token`), in
         process where the mock runs here."""
         bearer = token or self.token
-        root = _quietly("mock_server.http.transport").IN_PROCESS_URL
-        base = root if self.backend.in_process else self.backend.coordinates.url
+        from mock_server.core.coordinates import CONTROL_PLANE_PREFIX
+        from mock_server.http.transport import IN_PROCESS_URL
+
+        base = IN_PROCESS_URL if self.backend.in_process else self.backend.coordinates.url
         return self.http_client(
-            base_url=base + _quietly("mock_server.core.coordinates").CONTROL_PLANE_PREFIX,
+            base_url=base + CONTROL_PLANE_PREFIX,
             headers={"Authorization": f"Bearer {bearer}"},
         )
 
@@ -725,8 +726,9 @@ def platform_mock(
             f"expect_violations=True, not {', '.join(unknown)}"
         )
     base = Path(node.path).parent
-    fixtures = _quietly("mock_server.fixtures.loader")
-    extra = [fixtures.load(base / path) for path in options.get("fixtures", [])]
+    with _quietly():
+        from mock_server.fixtures import loader
+    extra = [loader.load(base / path) for path in options.get("fixtures", [])]
     seed = options.get("seed", _session_seed(request.config))
     if seed is None:  # the world's own seed: a marker's seed does not outlive its test
         seed = platform_mock_backend.seed
@@ -767,11 +769,10 @@ def _session_report(config: pytest.Config) -> dict[str, Any] | None:
 
 
 def _empty_report() -> ContractReport:
-    contract = _quietly("mock_server.contract.documents")
-    report: ContractReport = _quietly("mock_server.reports.report").ContractReport(
-        contract.operations()
-    )
-    return report
+    with _quietly():
+        from mock_server.contract import documents
+        from mock_server.reports.report import ContractReport
+    return ContractReport(documents.operations())
 
 
 @dataclass
@@ -813,14 +814,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if report is None and _MIN_COVERAGE in config.stash:
         report = _empty_report().to_dict()  # no test used the mock: nothing was covered
     if report is not None:
-        verdict = _quietly("mock_server.reports.report").judge(
+        from mock_server.reports import report_files
+        from mock_server.reports.report import judge
+
+        verdict = judge(
             report,
             fail_on_violation=fail_on_violation,
             min_coverage=config.stash.get(_MIN_COVERAGE, None),
             option_prefix="--platform-mock-",
         )
         report = {"verdict": verdict, **report}
-        report_files = _quietly("mock_server.reports.report_files")
         outcome = _Outcome(report, [], [], [])
         try:
             outcome.written = report_files.write(report, config.stash.get(_TARGETS, {}))
@@ -851,10 +854,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if outcome is None:
         return
     violations = outcome.report["summary"]["violations"]
-    report = _quietly("mock_server.reports.report")
+    from mock_server.reports import report, report_files
+
     if _asked(config):
         terminalreporter.section("platform mock contract report")
-        terminalreporter.write(_quietly("mock_server.reports.report_files").text(outcome.report))
+        terminalreporter.write(report_files.text(outcome.report))
         if outcome.written:
             terminalreporter.write_line(f"written to {', '.join(map(str, outcome.written))}")
         for line in outcome.annotations:

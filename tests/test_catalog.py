@@ -5,6 +5,7 @@ operation without an entry would go untested: here it fails instead."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -42,6 +43,27 @@ def test_every_operation_of_the_platform_has_an_example(operation_id):
 @pytest.mark.parametrize("operation_id", [pytest.param(op, id=op) for op in catalog.CATALOG])
 def test_handler_of_an_operation_is_its_entrys(operation_id):
     assert catalog.handler(operation_id) is catalog.CATALOG[operation_id].handler
+
+
+def declaring_modules() -> list[str]:
+    """The modules of mock_server/handlers/ that declare an operation (`@operation`)."""
+    folder = Path(catalog.__file__).parent
+    return sorted(
+        f"mock_server.handlers.{path.stem}"
+        for path in folder.glob("*.py")
+        if re.search(r"^@operation\(", path.read_text(), re.M)
+    )
+
+
+@pytest.mark.parametrize("module", declaring_modules())
+def test_every_handler_module_that_declares_an_operation_is_in_the_catalog(module):
+    assert module in {m.__name__ for m in catalog.HANDLER_MODULES}, (
+        f"{module} declares an operation: add it to HANDLER_MODULES in handlers/catalog.py"
+    )
+
+
+def test_the_declaring_modules_are_found():
+    assert "mock_server.handlers.jobs" in declaring_modules()
 
 
 def test_handler_of_an_operation_the_catalog_does_not_have_is_a_key_error():

@@ -31,7 +31,7 @@ from mock_server.proxy import forward as proxy_module
 from mock_server.proxy.forward import BackgroundProxy, Proxy, Router, caller_of
 from mock_server.pytest_plugin import ssl_context
 from mock_server.reports import drift, drift_files
-from mock_server.reports.drift import Difference, DriftReport, Exchange, check
+from mock_server.reports.drift import Difference, DriftReport, ProxiedExchange, check
 from tests.conftest import CONTROL_PLANE
 from tests.test_injection import CORPUS
 
@@ -306,7 +306,7 @@ def test_the_callers_credentials_reach_the_target(run: Run):
 
 def test_the_journal_keeps_both_directions_of_each_exchange(run: Run):
     session = run.proxy.journal.calls("getSession")[0]
-    assert isinstance(session, Exchange)
+    assert isinstance(session, ProxiedExchange)
     assert (session.status, json.loads(session.response_body)["user"]["email"]) == (
         200,
         "alice@acme.example",
@@ -473,7 +473,7 @@ def _hostile_report() -> dict[str, Any]:
     """A report whose every difference holds a hostile text the target sent."""
     report = DriftReport("http://platform.acme.example")
     for index, text in enumerate(CORPUS.values()):
-        exchange = Exchange(
+        exchange = ProxiedExchange(
             seq=index, method="GET", path=f"/api/svc/v1/jobs/{text}/runs", query={text: [text]},
             path_params={"jobId": text}, headers={}, raw_body=b"", operation_id="listJobRuns",
             status=200,
@@ -557,7 +557,7 @@ def test_an_answer_over_the_checked_size_is_passed_on_unchecked(platform, monkey
     headers = {"Authorization": f"Bearer {platform.coordinates.token}"}
     answer = asyncio.run(_through(proxy, "GET", f"{CONTROL_PLANE}/session", headers=headers))
     (exchange,) = proxy.journal
-    assert isinstance(exchange, Exchange)
+    assert isinstance(exchange, ProxiedExchange)
     assert (answer.json()["user"]["email"], exchange.unchecked is not None) == (
         "alice@acme.example",
         True,

@@ -34,7 +34,7 @@ from mock_server.http.server import BackgroundServer
 from mock_server.proxy import drift_check
 from mock_server.proxy.forward import Proxy
 from mock_server.reports import drift_files
-from mock_server.reports.drift import Exchange
+from mock_server.reports.drift import ProxiedExchange
 from tests.test_drift import (
     PLANTED,
     PROXY_TIMEOUT,
@@ -372,7 +372,7 @@ def test_a_log_reader_gone_leaves_the_proxy_serving():
     out = io.StringIO()
     out.close()  # as a pipe whose reader has gone
     log = proxying._printer(out)
-    exchange = Exchange(
+    exchange = ProxiedExchange(
         seq=1, method="GET", path="/api/svc/v1/session", query={}, path_params={}, headers={},
         raw_body=b"", operation_id="getSession", status=200,
     )  # fmt: skip

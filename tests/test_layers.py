@@ -177,6 +177,48 @@ def test_nothing_below_the_http_side_imports_a_web_framework_or_server(name):
         assert sorted(m[1:] for m in imports(name) if m[1:] in WEB) == []
 
 
+def string_imports(source: str) -> list[str]:
+    """Imports a module's source makes by a string (`importlib.import_module("...")`,
+    `__import__("...")`): a dependency no reader of its imports sees."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            if name in ("__import__", "importlib.import_module", "import_module"):
+                found.append(ast.unparse(node))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=lambda n: n or "mock_server")
+def test_no_module_imports_by_a_string(name):
+    assert string_imports(MODULES[name].read_text()) == []
+
+
+def test_an_import_by_a_string_is_found():
+    assert string_imports("importlib.import_module(f'mock_server.{x}')") != []
+
+
+def classes_defined_twice(sources: dict[str, str]) -> dict[str, list[str]]:
+    """Class names that more than one place of the package defines, with those places."""
+    places: dict[str, list[str]] = {}
+    for name, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                places.setdefault(node.name, []).append(name)
+    return {cls: where for cls, where in places.items() if len(where) > 1}
+
+
+def test_no_class_name_is_defined_twice():
+    # Two `Entry` classes mean a reader (and an import) must guess which is meant.
+    sources = {name: path.read_text() for name, path in MODULES.items()}
+    assert classes_defined_twice(sources) == {}
+
+
+def test_a_class_name_defined_twice_is_found():
+    found = classes_defined_twice({"a": "class Entry: pass", "b": "class Entry(Base): pass"})
+    assert found == {"Entry": ["a", "b"]}
+
+
 # -- private names of libraries: only behind a fence ---------------------------------------
 
 # Where a library's private parts may be reached, and whose; each place's docstring lists

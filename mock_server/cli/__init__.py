@@ -21,7 +21,7 @@ from collections.abc import Sequence  # noqa: E402
 from mock_server.cli import options, proxying, supervision  # noqa: E402
 from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_FORCED, refusal  # noqa: E402
 from mock_server.cli.running import run  # noqa: E402
-from mock_server.cli.serving import Server, serve, world_counts  # noqa: E402
+from mock_server.cli.serving import ForegroundServer, serve, world_counts  # noqa: E402
 from mock_server.cli.token import token  # noqa: E402
 from mock_server.fixtures.loader import FixtureError  # noqa: E402
 from mock_server.http import request_log  # noqa: E402
@@ -66,7 +66,7 @@ def _main(argv: Sequence[str] | None) -> int:
         supervision.remember_file_limit(raise_file_limit())
     try:
         if args.command in proxying.COMMANDS:
-            return proxying.run(args, Server)
+            return proxying.run(args, ForegroundServer)
         if args.command == "serve":
             return serve(args)
         return run(args, command) if args.command == "run" else token(args)

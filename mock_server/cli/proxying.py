@@ -35,7 +35,7 @@ from mock_server.proxy import drift_check
 from mock_server.proxy.forward import DEFAULT_TIMEOUT, Proxy, log_line
 from mock_server.proxy.recording import Recorder
 from mock_server.reports import drift, drift_files, report_files
-from mock_server.reports.drift import Exchange
+from mock_server.reports.drift import ProxiedExchange
 
 COMMANDS = ("proxy", "drift")
 EXIT_DRIFT = 1
@@ -274,7 +274,7 @@ def _is_loopback(host: str) -> bool:
 def _printer(out: IO[str]) -> Any:
     gone = False
 
-    def log(exchange: Exchange) -> None:
+    def log(exchange: ProxiedExchange) -> None:
         nonlocal gone
         if gone:
             return

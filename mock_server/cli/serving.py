@@ -30,8 +30,7 @@ from mock_server.core.coordinates import base_url
 from mock_server.core.version import __version__
 from mock_server.http import request_log
 from mock_server.http.mock import ADMIN_PREFIX, CONTROL_PLANE_PREFIX, PlatformMock
-from mock_server.http.server import Server as LiveServer
-from mock_server.http.server import Worlds, bind, user_token, uvicorn_config
+from mock_server.http.server import MockServer, Worlds, bind, user_token, uvicorn_config
 from mock_server.http.view_page import url as view_url
 from mock_server.reports import report_files
 from mock_server.reports.report import coverage, gaps, judge, reasons, verdict_line
@@ -40,8 +39,8 @@ from mock_server.state import Store
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # a normal stop of `serve` and `run`
 
 
-class Server(LiveServer):
-    """uvicorn, ending the live view's streams as it stops (`mock_server.http.server.Server`),
+class ForegroundServer(MockServer):
+    """uvicorn, ending the live view's streams as it stops (`mock_server.http.server.MockServer`),
     announcing when it is ready and exiting with 0 after a stop signal, and at once after a
     second one."""
 
@@ -124,7 +123,7 @@ def serve(args: argparse.Namespace) -> int:
     if not args.quiet:
         request_log.configure(sys.stdout, args.log_format, debug=args.log_level == "debug")
     served = uvicorn_config(mock, log_level=args.log_level)
-    server = Server(served, mock)
+    server = ForegroundServer(served, mock)
     server.out = out
     mock.worlds = worlds = Worlds(mock, host)
     watcher = None

@@ -141,7 +141,7 @@ class Example:
 
 
 @dataclass(frozen=True)
-class Entry:
+class OperationEntry:
     """What the mock knows of one operation beyond its contract."""
 
     handler: Callable[..., Any]
@@ -170,7 +170,8 @@ class Entry:
     recorded: bool = True
 
 
-ENTRY = "platform_mock_operation"  # the attribute of a handler holding its (operationId, Entry)
+# The attribute of a handler holding its (operationId, OperationEntry).
+ENTRY = "platform_mock_operation"
 H = TypeVar("H", bound=Callable[..., Any])
 
 
@@ -192,7 +193,7 @@ def operation(
     answer shows nothing of the world a recording could learn."""
 
     def declared(handler: H) -> H:
-        entry = Entry(
+        entry = OperationEntry(
             handler,
             example,
             dict(errors or {}),
@@ -208,9 +209,9 @@ def operation(
     return declared
 
 
-def declared(module: object) -> dict[str, Entry]:
+def declared(module: object) -> dict[str, OperationEntry]:
     """The entries the handlers of a module declare, by operationId."""
-    found: dict[str, Entry] = {}
+    found: dict[str, OperationEntry] = {}
     for value in vars(module).values():
         pair = getattr(value, ENTRY, None)
         if pair is not None:

@@ -23,7 +23,7 @@ from mock_server.http import build_connexion_app, journaled, request_log
 from mock_server.http.cors import Cors
 from mock_server.http.hosts import HostGuard
 from mock_server.http.request_log import logged
-from mock_server.http.storage import Storage
+from mock_server.http.storage import ObjectStore
 from mock_server.reports.report import ContractReport
 from mock_server.services.auth import Authenticator, Signer, new_key
 from mock_server.services.faults import Faults
@@ -83,7 +83,7 @@ class PlatformMock:
         self.app = build_connexion_app(self)
         # The signed URLs of artifact versions' files, outside the contract (an object
         # store's, which the mock serves itself).
-        self.storage = Storage(lambda: self.store)
+        self.storage = ObjectStore(lambda: self.store)
         if self.config.host_check not in HOST_CHECKS:
             raise ValueError(f"host_check {self.config.host_check!r}: one of {HOST_CHECKS}")
         # Around the mock, so that every answer carries the CORS headers, errors included, and

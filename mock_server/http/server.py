@@ -136,7 +136,7 @@ def uvicorn_config(
     return config
 
 
-class Server(uvicorn.Server):
+class MockServer(uvicorn.Server):
     """uvicorn, ending the live view's event streams (`mock.live`) as a stop begins: uvicorn
     waits for every response in flight, and a stream has no end of its own. Without a mock
     (the drift proxy serves none), uvicorn as it is."""
@@ -228,7 +228,7 @@ class BackgroundServer(Threaded):
     ):
         self.mock = mock
         config = uvicorn_config(mock, idle_seconds=idle_seconds, request_seconds=request_seconds)
-        super().__init__(Server(config, mock), host, port)
+        super().__init__(MockServer(config, mock), host, port)
         self.worlds = Worlds(mock, self.host)
         mock.worlds = self.worlds
 

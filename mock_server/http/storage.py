@@ -38,8 +38,8 @@ _PART = re.compile(
 )
 
 
-class Storage:
-    """The ASGI app of the signed URLs of one mock's store."""
+class ObjectStore:
+    """The ASGI app of the signed URLs of one mock's store: its object store."""
 
     def __init__(self, store_of: Callable[[], Store]):
         self._store_of = store_of

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import functools
 import typing as t
 from collections import Counter
 
@@ -33,12 +32,11 @@ from connexion.middleware.response_validation import (
     ResponseValidationMiddleware as ConnexionResponseValidationMiddleware,
 )
 from connexion.uri_parsing import OpenAPIURIParser
-from connexion.utils import is_nullable, make_type, split_content_type
+from connexion.utils import is_nullable, make_type
 from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
 from connexion.validators import ParameterValidator as ConnexionParameterValidator
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
-from werkzeug.http import parse_options_header
 
 from mock_server.contract.validation import (
     MAX_BODY_BYTES,
@@ -60,7 +58,7 @@ from mock_server.contract.validation import (
     with_defaults,
     without_null_optionals,
 )
-from mock_server.core import errors
+from mock_server.core import errors, media
 from mock_server.http.middleware import query_by_key, query_pairs
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
@@ -333,12 +331,10 @@ def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
     return None
 
 
-@functools.lru_cache(maxsize=64)
 def _content_type(value: bytes) -> tuple[str, str]:
-    """A Content-Type header's media type, lower-cased, and charset (UTF-8 if it names none).
-    Clients send a handful of distinct values: each is parsed once."""
-    mime_type, options = parse_options_header(value.decode("latin-1"))
-    return mime_type.lower(), options.get("charset", "utf-8").lower()
+    """A Content-Type header's media type, lower-cased, and charset (UTF-8 if it names none)."""
+    mime_type, charset = media.content_type(value)
+    return mime_type, charset or "utf-8"
 
 
 def _no_more_body(receive: Receive) -> Receive:
@@ -511,10 +507,9 @@ class EventStreamResponseValidator(JSONResponseValidator):
             )
 
 
-@functools.lru_cache(maxsize=16)
 def _response_type(value: bytes) -> tuple[str, str]:
-    mime_type, encoding = split_content_type(value.decode("latin-1"))
-    return mime_type or "application/octet-stream", encoding or "utf-8"
+    mime_type, charset = media.content_type(value)
+    return mime_type or "application/octet-stream", charset or "utf-8"
 
 
 class _ResponsePlan(t.NamedTuple):

@@ -30,7 +30,7 @@ from mock_server.contract import documents as contract
 from mock_server.core.coordinates import CONTROL_PLANE_PREFIX
 from mock_server.handlers import catalog
 from mock_server.proxy.forward import Proxy
-from mock_server.reports.drift import ERROR_CODE, STATUS, Difference, Exchange
+from mock_server.reports.drift import ERROR_CODE, STATUS, Difference, ProxiedExchange
 
 UNKNOWN_JOB = "drift-check-no-such-job"
 UNKNOWN_RESPONSE = "resp_driftchecknosuchresponse"
@@ -84,14 +84,14 @@ class _Client:
         finally:
             journal.end_test()
         exchange = journal.last
-        if expected is not None and isinstance(exchange, Exchange):
+        if expected is not None and isinstance(exchange, ProxiedExchange):
             self._judge(exchange, expected)
         try:
             return response.json() if response.status_code < 300 else None
         except ValueError:
             return None
 
-    def _judge(self, exchange: Exchange, expected: _Expected) -> None:
+    def _judge(self, exchange: ProxiedExchange, expected: _Expected) -> None:
         if exchange.failure is not None or exchange.status is None:
             return  # no answer: the report counts the failure, not drift
         found = []

@@ -7,7 +7,7 @@ is checked as the mock checks it (its parameters by the mock's own parameter val
 JSON body against the documented schema, the bearer token it must carry), forwarded with
 the caller's own headers, credentials included, and the target's answer is checked
 (`mock_server.reports.drift.check`) and passed back as it came. Each exchange is journaled (an
-`Exchange` in the mock's `Journal`), counted in the drift report and, with a `Recorder`,
+`ProxiedExchange` in the mock's `Journal`), counted in the drift report and, with a `Recorder`,
 recorded. A request the contract does not cover is forwarded and listed, not judged. A
 target that does not answer in time, or at all, is answered 504 (code 50401) or 502 (code
 50201) in the platform's error body, counted as such and never as drift.
@@ -49,18 +49,18 @@ from mock_server.contract.validation import (
     without_null_optionals,
 )
 from mock_server.core import errors
+from mock_server.core.media import is_json, media_type
 from mock_server.core.redact import masked, masked_text
 from mock_server.http.middleware import KEPT_HEADERS
 from mock_server.http.server import Threaded
 from mock_server.http.validators import ParameterValidator, RepeatedKeysURIParser
-from mock_server.proxy.recording import Caller, Recorder
+from mock_server.proxy.recording import Recorder, TokenClaims
 from mock_server.reports.drift import (
     TARGET_ERROR,
     TIMEOUT,
     DriftReport,
-    Exchange,
+    ProxiedExchange,
     check,
-    media_type,
 )
 from mock_server.services.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
 
@@ -185,7 +185,7 @@ class RequestCheck:
                 else []
             )
         media = media_type(headers.get("content-type", ""))
-        if media != "application/json" and not media.endswith("+json"):
+        if not is_json(media):
             said = f"is {media or 'missing'}; the operation takes application/json"
             return [{"location": "header", "field": "content-type", "message": said}]
         try:
@@ -196,7 +196,7 @@ class RequestCheck:
         return violations(compiled(self.body_schema), body, "body")
 
 
-def caller_of(authorization: str | None) -> Caller | None:
+def caller_of(authorization: str | None) -> TokenClaims | None:
     """Who a bearer token names, from its claims read without checking the signature (as
     the platform's own clients read them); None for no token or an opaque one."""
     scheme, _, token = (authorization or "").strip().partition(" ")
@@ -213,7 +213,7 @@ def caller_of(authorization: str | None) -> Caller | None:
     if not isinstance(name, str) or not isinstance(subject_id, str):
         return None
     tenant = claims.get("tenantName")
-    return Caller(subject_type, subject_id, name, tenant if isinstance(tenant, str) else None)
+    return TokenClaims(subject_type, subject_id, name, tenant if isinstance(tenant, str) else None)
 
 
 def _error_answer(status: int, code: int, message: str) -> tuple[int, list[Any], bytes]:
@@ -261,7 +261,7 @@ class Proxy:
         self.journal = Journal(journal_budget, operations=contract.operations())
         self.report = DriftReport(self.target)
         self.journal.observers.append(self.report.add)
-        self.log: Callable[[Exchange], None] | None = None  # told of each exchange
+        self.log: Callable[[ProxiedExchange], None] | None = None  # told of each exchange
         self._checks = {op: RequestCheck(o) for op, o in contract.operations().items()}
         self._client: httpx.AsyncClient | None = None
 
@@ -318,7 +318,7 @@ class Proxy:
         await self._forward(scope, raw, exchange, send, started)
 
     async def _forward(
-        self, scope: Scope, raw: bytes, exchange: Exchange, send: Send, started: float
+        self, scope: Scope, raw: bytes, exchange: ProxiedExchange, send: Send, started: float
     ) -> None:
         headers = [
             (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _NOT_FORWARDED
@@ -360,7 +360,7 @@ class Proxy:
 
     async def _failed(
         self,
-        exchange: Exchange,
+        exchange: ProxiedExchange,
         send: Send,
         started: float,
         answer: tuple[int, int],
@@ -376,7 +376,7 @@ class Proxy:
         self,
         scope: Scope,
         raw: bytes,
-        exchange: Exchange,
+        exchange: ProxiedExchange,
         response: httpx.Response,
         body: bytes,
         send: Send,
@@ -435,14 +435,14 @@ class Proxy:
 
     def _exchange(
         self, scope: Scope, operation: Operation | None, path_params: dict[str, str], raw: bytes
-    ) -> Exchange:
+    ) -> ProxiedExchange:
         headers = Headers(scope=scope)
         query: dict[str, list[str]] = {}
         for key, value in parse_qsl(
             scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
         ):
             query.setdefault(key, []).append(value)
-        return Exchange(
+        return ProxiedExchange(
             seq=self.journal.next_seq(),
             method=scope["method"],
             path=scope["path"],
@@ -456,7 +456,7 @@ class Proxy:
             expected=self.journal.expecting,
         )
 
-    def _record(self, exchange: Exchange, status: int | None, started: float) -> None:
+    def _record(self, exchange: ProxiedExchange, status: int | None, started: float) -> None:
         exchange.status = status
         exchange.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         self.journal.record(exchange)
@@ -490,7 +490,7 @@ async def _first(response: httpx.Response) -> tuple[bytes, Any]:
 def _parsed(content_type: str, body: bytes) -> Any:
     """A JSON body parsed (strictly), else None."""
     media = media_type(content_type)
-    if not body or not (media == "application/json" or media.endswith("+json")):
+    if not body or not is_json(media):
         return None
     try:
         return read_json(body.decode("utf-8"))
@@ -513,7 +513,7 @@ def _passed_back(response: httpx.Response) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def log_line(exchange: Exchange) -> str:
+def log_line(exchange: ProxiedExchange) -> str:
     """One line of the proxy's log for an exchange (as sent: the caller escapes it)."""
     query = "&".join(f"{k}={v}" for k, values in exchange.query.items() for v in values)
     target = f"{exchange.path}?{query}" if query else exchange.path

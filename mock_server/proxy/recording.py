@@ -89,7 +89,7 @@ MOVING = frozenset(NEXT_STATUS)  # statuses a run triggered or terminating moves
 
 
 @dataclass(frozen=True)
-class Caller:
+class TokenClaims:
     """Who sent a request, from its token's claims: a subject's type, id and name (a user's
     e-mail), and the tenant the token names."""
 
@@ -156,7 +156,7 @@ class Recorder:
         body: Any,
         status: int,
         answer: Any,
-        caller: Caller | None,
+        caller: TokenClaims | None,
     ) -> None:
         """Learn from one answered request of the contract (only a 2xx shows anything)."""
         if not 200 <= status < 300:
@@ -206,7 +206,7 @@ class Recorder:
 # -- learning, per operation ---------------------------------------------------------------
 
 
-def _caller_seen(world: _World, caller: Caller) -> None:
+def _caller_seen(world: _World, caller: TokenClaims) -> None:
     _subject(world, caller.subject_type, caller.name, caller.subject_id)
     if caller.subject_type == "user" and world.first_user is None:
         world.first_user = caller.name
@@ -258,7 +258,7 @@ def _learn_session(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     user = answer["user"]
     _tenant(world, user.get("tenantName"))
@@ -285,7 +285,7 @@ def _learn_tenant(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     _tenant(world, answer["tenantName"])
 
@@ -337,7 +337,7 @@ def _learn_role_bindings(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     asked_subject = (query.get("subjectType"), query.get("subjectId"))
     asked_resource = (query.get("resourceType"), query.get("resourceId"))
@@ -380,7 +380,7 @@ def _learn_job_runs(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     job = _application(world, params["jobId"])
     job.type = "job"
@@ -455,7 +455,7 @@ def _learn_secret_deployments(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     referenced = [_deployment_seen(world, deployment) for deployment in answer["data"]]
     asked = body.get("secretIds") if isinstance(body, dict) else None
@@ -504,7 +504,7 @@ def _learn_model_response(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     if isinstance(answer, dict) and answer.get("object") == "response":
         world.responses[answer["id"]] = masked(answer)
@@ -516,7 +516,7 @@ def _learn_token(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     record = answer["data"]  # never answer["token"]: its value stays out of the world
     owner = _subject_reference(world, record.get("createdBySubject"))
@@ -538,7 +538,7 @@ def _learn_stage(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     manifest = masked(body["manifest"])
     root = str(answer.get("storage_root", "")).rstrip("/").split("/")
@@ -565,7 +565,7 @@ def _learn_tags(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     version = world.versions.get(body["artifact_version_id"])
     if version is None:
@@ -583,7 +583,7 @@ def _learn_stage_failure(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     version = world.versions.get(body["id"])
     if version is not None:
@@ -597,7 +597,7 @@ def _learn_deleted_group(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     for name, group in list(world.groups.items()):
         if group.get("id") == params["id"]:
@@ -646,7 +646,7 @@ def _learn_version(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     _version_seen(world, answer["data"])
     if caller is not None and isinstance(body, dict):
@@ -660,7 +660,7 @@ def _learn_versions(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     for record in answer["data"]:
         _version_seen(world, record)
@@ -672,7 +672,7 @@ def _learn_artifact(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     latest = answer["data"].get("latest_version")
     if latest:
@@ -685,7 +685,7 @@ def _learn_applied(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     if body.get("dryRun"):
         return
@@ -742,7 +742,7 @@ def _learn_deleted(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     manifest = body["manifest"]
     if manifest["type"] == "role-binding":
@@ -766,7 +766,7 @@ def _learn_fqn(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     app = _application(world, answer["applicationId"])
     _application_fqn_seen(world, app, query.get("fqn", ""))
@@ -780,7 +780,7 @@ def _learn_application(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     data = answer["data"]
     app = _application(world, data["id"])
@@ -802,7 +802,7 @@ def _learn_triggered(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     run = answer["data"]
     job = _application(world, run["applicationId"])
@@ -820,7 +820,7 @@ def _learn_terminated(
     query: dict[str, str],
     body: Any,
     answer: Any,
-    caller: Caller | None,
+    caller: TokenClaims | None,
 ) -> None:
     for job in world.applications.values():
         if not any(d.get("id") == query.get("deploymentId") for d in job.deployments.values()):

@@ -38,6 +38,7 @@ from mock_server.contract.validation import (
     stream_violations,
 )
 from mock_server.core import errors
+from mock_server.core.media import media_type
 from mock_server.core.redact import masked, masked_text
 from mock_server.reports.report import percent, rule_names
 from mock_server.services.journal import Entry, read_body
@@ -96,7 +97,7 @@ class Difference:
 
 
 @dataclass
-class Exchange(Entry):
+class ProxiedExchange(Entry):
     """One request forwarded to the target and what came back, as the proxy journals it: the
     request as `Entry` keeps one (no credential is among its headers), the target's status
     and error body (`status`, `code`, `message`, `details`), its answer's media type and body
@@ -141,11 +142,6 @@ def error_codes() -> dict[int, frozenset[int]]:
     for cls in errors.error_classes():
         found.setdefault(cls.status, set()).add(cls.code)
     return {status: frozenset(codes) for status, codes in found.items()}
-
-
-def media_type(content_type: str) -> str:
-    """A Content-Type's media type, lower-cased, without its parameters."""
-    return content_type.split(";", 1)[0].strip().lower()
 
 
 def check(
@@ -249,7 +245,7 @@ def _clip(text: str, limit: int = MAX_SHOWN_TEXT) -> str:
 # -- the report ------------------------------------------------------------------------------
 
 
-def _example(exchange: Exchange) -> dict[str, Any]:
+def _example(exchange: ProxiedExchange) -> dict[str, Any]:
     """An exchange as a report shows it: the request and the status answered."""
     query = "&".join(f"{k}={v}" for k, values in exchange.query.items() for v in values)
     target = f"{exchange.path}?{query}" if query else exchange.path
@@ -293,7 +289,7 @@ class DriftReport:
 
     def add(self, exchange: Entry) -> None:
         """Count one exchange (a journal observer: the proxy's journal holds exchanges)."""
-        assert isinstance(exchange, Exchange)
+        assert isinstance(exchange, ProxiedExchange)
         with self._lock:
             if exchange.operation_id not in self._usage:
                 self._not_covered(exchange)
@@ -322,7 +318,7 @@ class DriftReport:
                 usage.violations.setdefault(_clip(rule), _Group(masked(example))).count += 1
             self._differences(usage, exchange, exchange.differences)
 
-    def add_differences(self, exchange: Exchange, differences: list[Difference]) -> None:
+    def add_differences(self, exchange: ProxiedExchange, differences: list[Difference]) -> None:
         """Count differences found of an exchange already added (by a check that knew more of
         the request than the contract says of every request: `platform-mock drift`'s)."""
         with self._lock:
@@ -331,7 +327,9 @@ class DriftReport:
                 self._differences(usage, exchange, differences)
 
     @staticmethod
-    def _differences(usage: _Operation, exchange: Exchange, differences: list[Difference]) -> None:
+    def _differences(
+        usage: _Operation, exchange: ProxiedExchange, differences: list[Difference]
+    ) -> None:
         for key in dict.fromkeys(d.key for d in differences):  # each once per answer
             difference = next(d for d in differences if d.key == key)
             group = usage.differences.get(key)
@@ -343,7 +341,7 @@ class DriftReport:
                 group = usage.differences[key] = _Group({**example, "message": difference.message})
             group.count += 1
 
-    def _not_covered(self, exchange: Exchange) -> None:
+    def _not_covered(self, exchange: ProxiedExchange) -> None:
         name = _clip(masked_text(f"{exchange.method} {exchange.path}"), 200)
         if name in self._uncovered or len(self._uncovered) < MAX_UNCOVERED:
             self._uncovered[name] += 1
