@@ -234,7 +234,7 @@ def test_drift_records_a_world_the_mock_loads(drift, platform, tmp_path):
     drift(platform, *ids_of(platform), "--record", str(tmp_path / "world.yaml"))
     loaded = PlatformMock(MockConfig(default_fixtures=False, fixtures=[tmp_path / "world.yaml"]))
     trainer = platform.mock.store.deployments.application_named("trainer").id
-    assert len(loaded.store.world.job_runs[trainer]) == 25
+    assert len(loaded.store.world.job_runs[trainer]) == 26
 
 
 @pytest.mark.parametrize(

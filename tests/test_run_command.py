@@ -180,7 +180,9 @@ def test_min_coverage_fails_a_passing_command_naming_what_was_never_exercised():
 
 
 def test_min_coverage_met_passes():
-    done = run("--min-coverage", "0.5", command=caller())
+    # The caller's one request covers about a third of a percent of a contract of 30
+    # operations (1 of its 311 statuses and parameters).
+    done = run("--min-coverage", "0.1", command=caller())
     assert done.returncode == 0, done.stderr
 
 
