@@ -18,7 +18,7 @@ from mock_server.http.mock import MockConfig, PlatformMock
 from mock_server.http.server import BackgroundServer
 from mock_server.proxy.forward import BackgroundProxy, Proxy
 from mock_server.proxy.recording import Recorder
-from mock_server.state.storage import FILE_BYTES
+from mock_server.state import storage
 from tests.conftest import CONTROL_PLANE, new_store
 
 BINARY = bytes(range(256)) * 3
@@ -143,11 +143,13 @@ def test_a_fixture_version_that_breaks_a_rule_names_its_record(version, expected
     assert expected in str(raised.value).replace("Incorrect padding", "base64")
 
 
-def test_a_fixture_file_over_the_budget_is_refused_as_an_upload_is(tmp_path):
+def test_a_fixture_file_over_the_budget_is_refused_as_an_upload_is(tmp_path, monkeypatch):
+    # A budget of 1 KiB for the test: a fixture of 16 MiB in base64 takes seconds to read.
+    monkeypatch.setattr(storage, "FILE_BYTES", 1024)
     path = tmp_path / "world.yaml"
-    big = base64.b64encode(bytes(FILE_BYTES + 1)).decode()
+    big = base64.b64encode(bytes(1025)).decode()
     path.write_text(_document({"files": [{"path": "big.bin", "base64": big}]}))
-    with pytest.raises(fixtures.FixtureError, match="16 MiB"):
+    with pytest.raises(fixtures.FixtureError, match="would hold more than 1024 bytes"):
         new_store(0, [fixtures.load(path)])
 
 
