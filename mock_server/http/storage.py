@@ -15,6 +15,7 @@ Errors are the platform's body, as everywhere else.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -30,6 +31,7 @@ from mock_server.http.wsgi import when_free
 from mock_server.state import Store
 from mock_server.state.storage import READ, WRITE, Reservation, Signed
 
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 CHUNK = 256 * 1024  # bytes of a file sent in one message
 COMPLETION_BYTES = 1024 * 1024  # the most an upload's completion (a list of parts) holds
@@ -58,6 +60,10 @@ class ObjectStore:
             return
         except errors.PlatformError as error:
             await _answer(send, error.status, orjson.dumps(error.body()), "application/json")
+        except Exception:  # a bug of the mock: answered in the platform's body all the same
+            logger.exception("Unexpected error serving %s %s", scope["method"], scope["path"])
+            failure = errors.MockFailure()
+            await _answer(send, failure.status, orjson.dumps(failure.body()), "application/json")
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw_query = scope.get("query_string", b"")
