@@ -207,11 +207,14 @@ SOURCE_FIELDS = [
         "type metadata source step name ml_repo version description version_alias run_id "
         "framework environment",
     ),
-    (
-        "AgentSkillManifest",
-        "type metadata source step name ml_repo version description version_alias run_id",
-    ),
-    ("ArtifactSource", "type uri"),
+    # The source document gives an agent skill the fields of an artifact and one source of
+    # `type` and `uri` for all three; the platform's SDK, which its clients send, gives a
+    # skill no step, run or description of its own, and each variant sources of its own.
+    ("AgentSkillManifest", "type metadata source name ml_repo version"),
+    ("ManagedSource", "type uri"),
+    ("ExternalSource", "type uri"),
+    ("InlineSkillSource", "type skill_md"),
+    ("BlobStorageSkillSource", "type description uri"),
     ("StagedArtifactVersion", "id storage_root artifact_id"),
     ("ApplyTagsRequest", "artifact_version_id tags force"),
     ("SecretDeploymentsRequest", "secretIds"),

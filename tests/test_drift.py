@@ -130,7 +130,7 @@ def client_suite(url: str, target: PlatformMock, token: str) -> dict[str, httpx.
         answers["token"] = api.get("/personal-access-tokens/ci")
         answers["min cli version"] = api.get("/min-cli-version")
         answers["tenant"] = api.get("/tenant-id", params={"hostName": "platform.acme.example"})
-        answers["signed urls"] = api.post("/artifact-versions/signed-urls", json={})
+        answers["signed urls"] = api.post("/data-directories/signed-urls", json={})
         answers["limit 0"] = api.get(f"/jobs/{trainer}/runs", params={"limit": 0})
     gateway = OpenAI(
         base_url=url + "/gateway",
@@ -283,7 +283,7 @@ def test_the_verdict_says_the_target_failed_apart_from_drift(run: Run):
 
 def test_a_request_the_contract_does_not_cover_is_forwarded_and_listed(run: Run):
     assert run.report["uncovered"]["requests"] == {
-        "POST /api/svc/v1/artifact-versions/signed-urls": 1
+        "POST /api/svc/v1/data-directories/signed-urls": 1
     }
 
 

@@ -122,7 +122,7 @@ def test_default_limit_is_100_items_of_job_runs(api, store):
     trainer = store.deployments.application_named("trainer")
     store.jobs.generate_runs(trainer, 150)
     body = _page(api, store, "listJobRuns", {}).json()
-    assert body["pagination"]["total"] == 175
+    assert body["pagination"]["total"] == 176
     assert len(body["data"]) == 100
 
 

@@ -252,7 +252,7 @@ def test_world_counts_each_kind(admin, api):
 
     world = admin.get("/world").json()
 
-    assert world["counts"]["runs"] == 25
+    assert world["counts"]["runs"] == 26
     assert world["counts"]["personalAccessTokens"] == 1
     assert (world["tenant"], world["reload"]) == ("acme", None)
 
@@ -261,7 +261,7 @@ def test_records_come_a_page_at_a_time(admin):
     first = admin.get("/records", params={"kind": "runs", "limit": 10}).json()
     last = admin.get("/records", params={"kind": "runs", "offset": 20, "limit": 10}).json()
 
-    assert (first["total"], len(first["data"]), len(last["data"])) == (25, 10, 5)
+    assert (first["total"], len(first["data"]), len(last["data"])) == (26, 10, 6)
     assert not {r["id"] for r in first["data"]} & {r["id"] for r in last["data"]}
 
 

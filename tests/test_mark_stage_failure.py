@@ -56,15 +56,36 @@ def test_a_failed_version_takes_no_tags(api):
 
 
 def test_a_failed_version_loses_its_tags_so_another_version_may_take_them(api, store):
-    # The default world's sentiment model, version 1, holds `production`.
-    (version_id,) = [v.id for v in store.world.artifact_versions.values() if v.tags]
+    version_id = stage(api)
+    tags = {"artifact_version_id": version_id, "tags": ["production"]}
+    assert api.put("/artifact-versions/tags", json=tags).status_code == 200
     assert mark(api, version_id).status_code == 200
     assert store.artifacts.version(version_id).tags == []
-    second = stage(api, type="model-version", name="sentiment")
+    second = stage(api)
     tagged = api.put(
         "/artifact-versions/tags", json={"artifact_version_id": second, "tags": ["production"]}
     )
     assert tagged.status_code == 200, tagged.text
+
+
+def test_a_finalised_versions_staging_cannot_fail(api, store):
+    # The default world's sentiment model, version 1, is finalised.
+    sentiment = next(v for v in store.world.artifact_versions.values() if v.tags)
+    assert_error(mark(api, sentiment.id), 409, 40904)
+    assert (sentiment.status, sentiment.tags) == ("ready", ["production"])
+
+
+def test_a_failed_versions_files_are_dropped(api, store):
+    version_id = stage(api)
+    urls = api.post(
+        "/artifact-versions/signed-urls",
+        json={"id": version_id, "paths": ["a.txt"], "operation": "WRITE"},
+    ).json()["data"]
+    assert httpx.put(urls[0]["signed_url"], content=b"half an upload").status_code == 200
+    used = store.storage.used()
+    mark(api, version_id)
+    assert store.artifacts.version(version_id).files == {}
+    assert store.storage.used() == used - len(b"half an upload")
 
 
 def test_a_failed_version_keeps_its_number(api):

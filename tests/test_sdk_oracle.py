@@ -69,7 +69,12 @@ GENERATED_WORLD = {
 }
 
 
-UNKNOWN_REPO = {"type": "model-version", "name": "m", "ml_repo": "nope", "source": {"type": "x"}}
+UNKNOWN_REPO = {
+    "type": "model-version",
+    "name": "m",
+    "ml_repo": "nope",
+    "source": {"type": "truefoundry"},
+}
 
 
 # -- envelopes the SDK has no model of, made of the SDK's own models ----------------------------
@@ -154,13 +159,16 @@ def _secret_deployments(world: World) -> Iterator[bytes]:
 
 def _stage(world: World) -> Iterator[bytes]:
     kinds: list[tuple[str, dict[str, Any]]] = [
-        ("artifact-version", {"metadata": {"rows": 10}}),
-        ("model-version", {"framework": {"type": "transformers"}}),
-        ("agent-skill", {"step": 3}),
+        # The SDK's own name for the platform's storage.
+        ("artifact-version", {"metadata": {"rows": 10}, "source": {"type": "truefoundry"}}),
+        (
+            "model-version",
+            {"framework": {"type": "transformers"}, "source": {"type": "truefoundry"}},
+        ),
+        ("agent-skill", {"source": {"type": "inline", "skill_md": "# A skill\n"}}),
     ]
     for type_, extra in kinds:
         manifest = {"type": type_, "name": "oracle", "ml_repo": "demo-repo", **extra}
-        manifest["source"] = {"type": "truefoundry"}  # the SDK's own name for it
         yield world.ok(world.api.post("/artifact-versions/stage", json={"manifest": manifest}))
 
 
@@ -286,6 +294,113 @@ ORACLES: dict[str, Oracle] = {
 }
 
 
+# -- the records of the users' flows: every kind an apply makes, every page of versions ------
+
+ROOT = "s3://platform-acme-artifacts/demo-repo"
+SKILL_MD = "---\nname: oracle\ndescription: d\n---\nDo it.\n"
+
+
+def _applied(world: World) -> Iterator[bytes]:
+    """An apply of each kind the mock applies, created then updated, and a dry run."""
+    binding = {
+        "type": "role-binding",
+        "name": "oracle-binding",
+        "subjects": [{"type": "team", "name": "ml-platform"}],
+        "permissions": [
+            {
+                "resourceType": "mlf-project",
+                "resourceFqn": "acme:demo-repo",
+                "role": "mlf-project-viewer",
+            }
+        ],
+    }
+    group = {
+        "type": "secret-group",
+        "name": "oracle-keys",
+        "integration_fqn": "acme:aws:secrets-manager",
+        "secrets": [{"key": "K", "value": "v"}],
+    }
+    skill = {"type": "agent-skill", "name": "oracle", "ml_repo": "demo-repo", "metadata": {}}
+    staged = world.ok(
+        world.api.post(
+            "/artifact-versions/stage",
+            json={"manifest": {**skill, "source": {"type": "inline", "skill_md": SKILL_MD}}},
+        )
+    )
+    uri = json.loads(staged)["storage_root"]
+    external = {"type": "external", "uri": "s3://bucket/oracle/"}
+    model = {"type": "model-version", "name": "sentiment", "ml_repo": "demo-repo", "metadata": {}}
+    manifests = [
+        binding,
+        group,
+        {**skill, "source": {"type": "blob-storage", "description": "d", "uri": uri}},
+        {**skill, "name": "oracle-inline", "source": {"type": "inline", "skill_md": SKILL_MD}},
+        {**model, "name": "oracle", "framework": {"type": "xgboost"}, "source": external},
+        {**model, "name": "oracle-artifact", "type": "artifact-version", "source": external},
+        {**model, "source": {"type": "truefoundry", "uri": f"{ROOT}/models/sentiment/1/"}},
+    ]
+    for manifest in manifests:
+        yield world.ok(world.api.put("/apply", json={"manifest": manifest}))
+        yield world.ok(world.api.put("/apply", json={"manifest": manifest, "dryRun": True}))
+
+
+def _versions(path: str) -> Callable[[World], Iterator[bytes]]:
+    def bodies(world: World) -> Iterator[bytes]:
+        offset = 0
+        while True:  # every page, and the empty one past the end
+            body = world.ok(world.api.get(path, params={"limit": 2, "offset": offset}))
+            yield body
+            if b'"data":[]' in body:
+                return
+            offset += 2
+
+    return bodies
+
+
+def _triggered(world: World) -> Iterator[bytes]:
+    for job_id in world.job_ids():
+        application = world.mock.store.world.applications[job_id]
+        deployment = application.deployment_ids[application.active_version]
+        yield world.ok(world.api.post("/jobs/trigger", json={"deploymentId": deployment}))
+
+
+def _applications(world: World) -> Iterator[bytes]:
+    for application_id in list(world.mock.store.world.applications):
+        yield world.ok(world.api.get(f"/apps/{application_id}"))
+
+
+ORACLES.update(
+    {
+        "applyManifest": Oracle(
+            sdk.TrueFoundryApplyResponse,
+            _applied,
+            lambda w: w.api.put("/apply", json={"manifest": {"type": "service"}}),
+        ),
+        "listArtifactVersions": Oracle(
+            sdk.ListArtifactVersionsResponse,
+            _versions("/artifact-versions"),
+            lambda w: w.api.get("/artifact-versions", params={"limit": 0}),
+        ),
+        "listModelVersions": Oracle(
+            sdk.ListModelVersionsResponse,
+            _versions("/model-versions"),
+            lambda w: w.api.get("/model-versions", params={"limit": 0}),
+        ),
+        "triggerJob": Oracle(
+            sdk.TriggerJobRunResponse,
+            _triggered,
+            lambda w: w.api.post("/jobs/trigger", json={"deploymentId": "nope"}),
+        ),
+        "getApplication": Oracle(
+            sdk.GetApplicationResponse,
+            _applications,
+            lambda w: w.api.get("/apps/nope"),
+            extras=frozenset({"data.workspace"}),
+        ),
+    }
+)
+
+
 # The platform's library (`truefoundry`, not installed here): the models of the operations
 # only it reads are checked in its own environment (tests/test_truefoundry_library.py).
 LIBRARY = "truefoundry."
@@ -323,6 +438,7 @@ def _from_catalog(operation_id: str) -> Oracle | None:
         model,
         lambda w: iter([w.ok(send(w))]),
         lambda w: send(w, notAParameterOfIt="1"),
+        extras=entry.client_extras,
     )
 
 

@@ -33,8 +33,7 @@ SKILL = {
     "type": "agent-skill",
     "name": "summarise-ticket",
     "ml_repo": REPO,
-    "source": {"type": "platform", "uri": "s3://uploads/skills/summarise/"},
-    "step": 0,
+    "source": {"type": "inline", "skill_md": "---\nname: summarise-ticket\n---\nSummarise.\n"},
 }
 VARIANTS = [
     pytest.param(ARTIFACT, id="artifact-version"),
@@ -143,10 +142,10 @@ def test_staging_the_same_name_again_gives_the_same_artifact_and_the_next_versio
 
 def test_staging_an_existing_model_continues_its_numbering(api, store):
     sentiment = artifact_named(store, "model-version", "sentiment")
-    assert set(sentiment.versions) == {1}
+    assert set(sentiment.versions) == {1, 2, 3}
     body = stage(api, manifest(MODEL, name="sentiment")).json()
     assert body["artifact_id"] == sentiment.id
-    assert store.artifacts.version(body["id"]).version == 2
+    assert store.artifacts.version(body["id"]).version == 4
 
 
 def test_same_name_of_another_kind_is_another_artifact(api, store):

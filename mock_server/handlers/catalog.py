@@ -24,12 +24,15 @@ from mock_server.core import errors
 from mock_server.core.errors import PlatformError
 from mock_server.handlers import (
     admin,
+    applications,
     artifacts,
     gateway,
     jobs,
+    manifests,
     role_bindings,
     secrets,
     session,
+    storage,
     tokens,
 )
 from mock_server.handlers.operation import (
@@ -62,7 +65,19 @@ __all__ = [
 # The handler modules, one per resource of the platform: a new one is added here, and
 # tests/test_catalog.py fails, naming it, while a module of this folder that declares an
 # operation is missing.
-HANDLER_MODULES = (admin, artifacts, gateway, jobs, role_bindings, secrets, session, tokens)
+HANDLER_MODULES = (
+    admin,
+    applications,
+    artifacts,
+    gateway,
+    jobs,
+    manifests,
+    role_bindings,
+    secrets,
+    session,
+    storage,
+    tokens,
+)
 
 # Statuses every operation of the platform may document, each with its one condition. A
 # fault's 401 is an expired token: what a long-running client meets.

@@ -580,7 +580,7 @@ def list_models() -> dict[str, Any]:
 
 
 @operation(
-    "getModel",
+    "retrieveModel",
     Example("GET", "/models/{model}", params={"model": "gpt-4o-mini"}),
     {404: ModelNotFound},
     client_model="openai.types:Model",

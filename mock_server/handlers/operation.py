@@ -30,6 +30,21 @@ def _artifact_version(store: Store, name: str) -> str:
     return artifact.versions[int(version)]
 
 
+def _storage_root(store: Store, name: str) -> str:
+    return store.world.artifact_versions[_artifact_version(store, name)].storage_root
+
+
+def _deployment(store: Store, name: str) -> str:
+    application_name, _, version = name.rpartition("/")
+    return store.deployments.application_named(application_name).deployment_ids[int(version)]
+
+
+def _job_run(store: Store, name: str) -> str:
+    application_name, _, run_name = name.partition("/")
+    application = store.deployments.application_named(application_name)
+    return next(r.name for r in store.world.job_runs[application.id] if r.name == run_name)
+
+
 def _secret(store: Store, name: str) -> str:
     group, _, key = name.partition("/")
     secret = next(s for s in store.secrets.group_named(group).secrets.values() if s.key == key)
@@ -43,7 +58,14 @@ KINDS: dict[str, Callable[[Store, str], str]] = {
     "secret-group": lambda store, name: store.secrets.group_named(name).resource.id,
     "secret": _secret,  # group/KEY
     "application": lambda store, name: store.deployments.application_named(name).id,
+    "application-fqn": lambda store, name: store.deployments.application_named(name).fqn,
     "artifact-version": _artifact_version,  # artifact/version number
+    "storage-root": _storage_root,  # artifact/version number: the version's storage root
+    "artifact": lambda store, name: next(
+        a.id for a in store.world.artifacts.values() if a.name == name
+    ),
+    "deployment": _deployment,  # application/version number
+    "job-run": _job_run,  # application/run name: the run's name (what a client names it by)
 }
 REFERENCE = re.compile(r"<([a-z-]+):([^<>]+)>")
 
@@ -135,6 +157,9 @@ class OperationEntry:
     client_model: str = ""
     # The top-level field of the body the model reads, where the client models only that.
     client_field: str = ""
+    # Fields of the body (dotted paths) beyond the client model, each one another client
+    # of the platform reads (the platform's CLI reads an application's `workspace`).
+    client_extras: frozenset[str] = frozenset()
     # Whether the operation changes nothing on the platform: as declared where its method
     # says otherwise (a GET that creates, a POST that only reads); in the catalog, for every
     # operation of the platform, derived from the method elsewhere (GET reads only). The
@@ -157,6 +182,7 @@ def operation(
     *,
     client_model: str = "",
     client_field: str = "",
+    client_extras: frozenset[str] = frozenset(),
     read_only: bool | None = None,
     recorded: bool = True,
 ) -> Callable[[H], H]:
@@ -168,7 +194,14 @@ def operation(
 
     def declared(handler: H) -> H:
         entry = OperationEntry(
-            handler, example, dict(errors or {}), client_model, client_field, read_only, recorded
+            handler,
+            example,
+            dict(errors or {}),
+            client_model,
+            client_field,
+            client_extras,
+            read_only,
+            recorded,
         )
         setattr(handler, ENTRY, (operation_id, entry))
         return handler

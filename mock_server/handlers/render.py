@@ -85,7 +85,7 @@ def deployment(item: Deployment) -> dict[str, Any]:
         "id": item.status_id,
         "deploymentId": item.id,
         "status": "DEPLOY_SUCCESS",
-        "state": {},
+        "state": {"isTerminalState": True},  # the platform's CLI reads it
         "message": "Deployment is live",
         "retryCount": 0,
         "createdAt": created,
@@ -149,8 +149,8 @@ def role_binding(binding: RoleBinding) -> dict[str, Any]:
         "name": binding.name,
         "subjects": [{"type": s.type, "name": s.name} for s in binding.subjects],
         "permissions": [
-            {"resourceType": r.type, "resourceFqn": r.fqn, "role": binding.role}
-            for r in binding.resources
+            {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
+            for r, role in binding.permissions
         ],
     }
 

@@ -19,7 +19,10 @@ Middlewares replaced in Connexion's stack (`app.REPLACED`, by subclassing each):
   `_spec_for_prefix` (after `_base_path_for_prefix`) names the mock's own URL in the
   `servers` of each document served, where Connexion names the base path alone.
 - `RoutingMiddleware`: Starlette's slash redirects are turned off (`redirect_slashes`), so
-  `/secret-groups/x/` is a 404 before authentication, not a 307 to a delete.
+  `/secret-groups/x/` is a 404 before authentication, not a 307 to a delete; and each
+  templated route's `path_regex` (a public attribute of Starlette's `Route`) is made to
+  exclude the concrete paths it would match, OpenAPI's rule (`concrete_first`), so that
+  `GET /artifact-versions/files` is 405, not `getArtifactVersion` of an id `files`.
 - `RequestValidationMiddleware`: `api_cls` makes `_PlannedRequestValidation`, which reads
   the operation (`_operation`, `_validator_map`, `_uri_parser_class`) once at start-up,
   reports every violation, and leaves the parsed parameters and body in the request's

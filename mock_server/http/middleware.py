@@ -17,7 +17,7 @@ from urllib.parse import unquote_to_bytes
 import orjson
 from connexion.middleware import routing as connexion_routing
 from starlette.datastructures import Headers
-from starlette.routing import Mount, Router
+from starlette.routing import Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server.core import errors, masking
@@ -308,14 +308,36 @@ class RoutingMiddleware(connexion_routing.RoutingMiddleware):
     """Connexion's routing without Starlette's slash redirects: `/secret-groups/{id}/` (or
     `.../{id}%2F`) would get a 307 to the path without the slash, before authentication,
     and a client following it would delete the group. No route of the contract ends in a
-    slash, so such a path matches nothing: a 404."""
+    slash, so such a path matches nothing: a 404.
+
+    And with OpenAPI's rule for paths that overlap: a concrete path is matched before a
+    templated one (`/artifact-versions/files` before `/artifact-versions/{id}`), so that a
+    method the concrete path lacks is its 405, not another operation's answer, and `Allow`
+    names the concrete path's methods alone."""
 
     def add_api(self, *args: Any, **kwargs: Any) -> None:
         super().add_api(*args, **kwargs)
         self.router.redirect_slashes = False
+        concrete_first(self.router)
         for route in self.router.routes:
             if isinstance(route, Mount) and isinstance(route.app, Router):
                 route.app.redirect_slashes = False
+                concrete_first(route.app)
+
+
+def concrete_first(router: Router) -> None:
+    """Each templated route of `router` made to match no concrete path of its siblings:
+    its `path_regex` (Starlette's, public) excludes them."""
+    routes = [r for r in router.routes if isinstance(r, Route)]
+    concrete = sorted({r.path for r in routes if not r.param_convertors})
+    for route in routes:
+        if not route.param_convertors:
+            continue
+        taken = [path for path in concrete if route.path_regex.match(path)]
+        if taken:
+            exact = "|".join(re.escape(path) for path in taken)
+            pattern = route.path_regex.pattern.removeprefix("^")
+            route.path_regex = re.compile(f"^(?!(?:{exact})$){pattern}")
 
 
 class RouteNotes:

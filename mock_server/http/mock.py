@@ -19,11 +19,13 @@ from mock_server.core.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import catalog
 from mock_server.handlers.context import WorldHost
+from mock_server.handlers.storage import STORAGE_PREFIX
 from mock_server.http import build_connexion_app, journaled, request_log
 from mock_server.http.cors import Cors
 from mock_server.http.hosts import HostGuard
 from mock_server.http.middleware import RequestLimits
 from mock_server.http.request_log import logged
+from mock_server.http.storage import ObjectStore
 from mock_server.reports.report import ContractReport
 from mock_server.services.auth import Authenticator, Signer, new_key
 from mock_server.services.faults import Faults
@@ -80,6 +82,9 @@ class PlatformMock:
         self.admin_prefix = ADMIN_PREFIX
         self.worlds: WorldHost | None = None  # set by the server that serves this mock
         self.app = build_connexion_app(self)
+        # The signed URLs of artifact versions' files, outside the contract (an object
+        # store's, which the mock serves itself).
+        self.storage = ObjectStore(lambda: self.store)
         if self.config.host_check not in HOST_CHECKS:
             raise ValueError(f"host_check {self.config.host_check!r}: one of {HOST_CHECKS}")
         # Around the mock, so that every answer carries the CORS headers, errors included, and
@@ -113,6 +118,9 @@ class PlatformMock:
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["type"] == "http" and self.is_platform_path(scope["path"]):
             return await journaled(self.app, self.journal, scope, receive, send)
+        if scope["type"] == "http" and _under(scope["path"], STORAGE_PREFIX):
+            await logged(self.storage, scope, receive, send)
+            return None
         await logged(self.app, scope, receive, send)
         return None
 

@@ -12,7 +12,9 @@ error the contract names (no token; a role-binding query of neither mode; an unk
 an unknown model response; an unknown model; a `limit` of 0): for those, a
 status or code other than the contract's is drift too. Nothing here changes the target; the
 one operation that may (`getOrCreatePersonalAccessToken` creates the token it is asked for
-when there is none) is called only with `--create-token NAME`. Last, every other operation
+when there is none) is called only with `--create-token NAME`. Then what the answers name:
+each job's application (by id, then by its FQN), and the newest finalised artifact version and
+model version (by id, their artifact and model, and their files). Last, every other operation
 that only reads (`catalog`'s `read_only`) whose example request needs nothing of the mock's
 own world, as that example.
 """
@@ -155,6 +157,7 @@ async def _requests(client: _Client, proxy: Proxy, asked: Asked) -> None:
     if asked.create_token is not None:
         name = quote(asked.create_token, safe="")
         await client.send("GET", f"{api}/personal-access-tokens/{name}")
+    await _named_by_answers(client, asked)
     # The documented errors a read-only request can meet.
     await client.send(
         "GET", f"{api}/session", token=False, expected=_Expected(401, 40101, "a missing token")
@@ -172,6 +175,31 @@ async def _requests(client: _Client, proxy: Proxy, asked: Asked) -> None:
     path = f"{api}/jobs/{quote(job, safe='')}/runs"
     await client.send("GET", path, params={"limit": 0}, expected=zero)
     await by_example(client, proxy)
+
+
+async def _named_by_answers(client: _Client, asked: Asked) -> None:
+    """What the target's own answers name: each job's application, by id and by FQN; the
+    newest finalised artifact and model version, by id, with their artifact and files."""
+    api = CONTROL_PLANE_PREFIX
+    for job in asked.jobs:
+        application = await client.send("GET", f"{api}/apps/{quote(job, safe='')}")
+        fqn = (application.get("data") or {}).get("fqn") if isinstance(application, dict) else None
+        if isinstance(fqn, str):
+            await client.send("GET", f"{api}/fqn/app", params={"fqn": fqn})
+    for versions, owners, owner in (
+        ("artifact-versions", "artifacts", "artifact_id"),
+        ("model-versions", "models", "model_id"),
+    ):
+        page = await client.send("GET", f"{api}/{versions}", params={"limit": 1})
+        found = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(found, list) or not found or not isinstance(found[0], dict):
+            continue
+        version_id, owner_id = found[0].get("id"), found[0].get(owner)
+        if isinstance(version_id, str):
+            await client.send("GET", f"{api}/{versions}/{quote(version_id, safe='')}")
+            await client.send("POST", f"{api}/artifact-versions/files", json={"id": version_id})
+        if isinstance(owner_id, str):
+            await client.send("GET", f"{api}/{owners}/{quote(owner_id, safe='')}")
 
 
 async def by_example(client: _Client, proxy: Proxy) -> None:

@@ -16,12 +16,19 @@ of its token). Each operation shows part of the world, kept by id:
   name (group and key), and a secret's id when a request asked for that one secret alone;
 - `getModelResponse`, `createModelResponse`: the stored response, whole;
   `listModelResponseInputItems` its input items, `deleteModelResponse` its end;
-- `listModels`, `getModel`: the gateway's models; `createEmbedding`: that its model embeds,
+- `listModels`, `retrieveModel`: the gateway's models; `createEmbedding`: that its model embeds,
   and its dimension;
 - `getOrCreatePersonalAccessToken`: the token's record (never its value);
 - `stageArtifactVersion`, `applyArtifactVersionTags`, `markArtifactVersionStageFailure`,
   `deleteSecretGroup`: the versions staged (manifest, ids, ML repo and its storage root),
-  their tags and failures, and the groups gone.
+  their tags and failures, and the groups gone;
+- `createOrUpdateArtifactVersion`, `createOrUpdateModelVersion`, the listings and reads of
+  versions, artifacts and models: the versions finalised (without their files, which no
+  answer shows);
+- `applyManifest`, `deleteManifest`: role bindings applied (whole) or gone, secret groups with
+  their integration and their secrets' ids and keys, versions finalised;
+- `getIdFromFqn`, `getApplication`, `triggerJob`, `terminateJob`: applications with their
+  workspace and active deployment, and the runs triggered or terminating.
 
 Ids are kept, so the recorded requests find the same records in the mock. What no answer
 shows but a fixture needs is filled in, and the document's header comment names each
@@ -68,7 +75,7 @@ from mock_server.core import escape
 from mock_server.core.masking import HIDDEN, SECRET_REFERENCE, masked, masked_text
 from mock_server.state.entities import SUBJECT_TYPES
 from mock_server.state.identity import RESOURCE_TYPES
-from mock_server.state.jobs import ENDED
+from mock_server.state.jobs import ENDED, NEXT_STATUS
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # fixture-schema.yaml's `name`
 UNKNOWN_INTEGRATION = "recorded:unknown"
@@ -93,6 +100,7 @@ OTHER_RESOURCES = frozenset(
 )
 LEVELS = {"read": ("viewer", "editor", "admin"), "write": ("editor", "admin"), "delete": ("admin",)}
 ARTIFACT_FOLDERS = ("artifacts", "models", "agent-skills")
+MOVING = frozenset(NEXT_STATUS)  # statuses a run triggered or terminating moves on from
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,7 @@ class _World:
     access: dict[tuple[str, str, str], None] = field(default_factory=dict)  # what answers proved
     applications: dict[str, _Application] = field(default_factory=dict)
     versions: dict[str, dict[str, Any]] = field(default_factory=dict)  # artifact versions by id
+    role_bindings: dict[str, dict[str, Any]] = field(default_factory=dict)  # applied, by name
     tokens: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     inputs: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # by response
@@ -446,27 +455,31 @@ def _learn_job_runs(
     job = _application(world, params["jobId"])
     job.type = "job"
     for run in answer["data"]:
-        job.name = job.name or run.get("applicationName")
-        _tenant(world, run.get("tenantName"))
-        version = int(run["deploymentVersion"])
-        known = job.deployments.setdefault(version, {})
-        if run.get("deploymentId"):
-            known["id"] = run["deploymentId"]
-        record: dict[str, Any] = {"id": run["id"], "name": run["name"], "status": run["status"]}
-        record["createdAt"] = _iso(run["createdAt"])
-        if run["status"] in ENDED:
-            duration = run.get("duration")
-            record["durationSeconds"] = duration / 1000 if isinstance(duration, int | float) else 0
-        triggered = run.get("triggeredBySubject")
-        if _subject_reference(world, triggered) and triggered.get("subjectType") == "user":
-            record["triggeredBy"] = triggered["subjectSlug"]
-        record["version"] = version
-        for name in ("command", "totalRetries", "exitCode", "error"):
-            if run.get(name) is not None:
-                record[name] = run[name]
-        job.runs[run["id"]] = record
+        _run_seen(world, job, run)
     if caller is not None and answer["data"]:
         world.access[(caller.reference, "read", f"job:{job.id}")] = None
+
+
+def _run_seen(world: _World, job: _Application, run: dict[str, Any]) -> None:
+    job.name = job.name or run.get("applicationName")
+    _tenant(world, run.get("tenantName"))
+    version = int(run["deploymentVersion"])
+    known = job.deployments.setdefault(version, {})
+    if run.get("deploymentId"):
+        known["id"] = run["deploymentId"]
+    record: dict[str, Any] = {"id": run["id"], "name": run["name"], "status": run["status"]}
+    record["createdAt"] = _iso(run["createdAt"])
+    if run["status"] in ENDED:
+        duration = run.get("duration")
+        record["durationSeconds"] = duration / 1000 if isinstance(duration, int | float) else 0
+    triggered = run.get("triggeredBySubject") or {}
+    if _subject_reference(world, triggered) and triggered.get("subjectType") == "user":
+        record["triggeredBy"] = triggered["subjectSlug"]
+    record["version"] = version
+    for name in ("command", "totalRetries", "exitCode", "error"):
+        if run.get(name) is not None:
+            record[name] = run[name]
+    job.runs[run["id"]] = record
 
 
 def _secret_fqns(manifest: Any) -> set[str]:
@@ -514,34 +527,7 @@ def _learn_secret_deployments(
     answer: Any,
     caller: TokenClaims | None,
 ) -> None:
-    referenced: list[set[str]] = []
-    for deployment in answer["data"]:
-        application = deployment["application"]
-        app = _application(world, application["id"])
-        app.name, app.type = application["name"], application["type"]
-        fqn = str(application.get("fqn", "")).split(":")
-        if len(fqn) >= 3 and NAME.fullmatch(fqn[-3]) and NAME.fullmatch(fqn[-2]):
-            world.clusters.setdefault(fqn[-3], None)
-            known = world.workspaces.setdefault(fqn[-2], {"cluster": fqn[-3]})
-            if application.get("workspaceId"):
-                known["id"] = application["workspaceId"]
-            app.workspace = fqn[-2]
-        app.application_set_id = application.get("applicationSetId") or app.application_set_id
-        app.active_version = application.get("activeVersion") or app.active_version
-        creator = _subject_reference(world, deployment.get("createdBySubject"))
-        if creator and creator.startswith("user:"):
-            app.created_by = creator.removeprefix("user:")
-        manifest = deployment["manifest"]
-        app.deployments[int(deployment["version"])] = {
-            "manifest": manifest,
-            "id": deployment["id"],
-            "statusId": deployment.get("currentStatusId"),
-            "createdAt": deployment.get("createdAt"),
-        }
-        fqns = _secret_fqns(manifest)
-        referenced.append(fqns)
-        for secret_fqn in fqns:
-            _secret(world, secret_fqn)
+    referenced = [_deployment_seen(world, deployment) for deployment in answer["data"]]
     asked = body.get("secretIds") if isinstance(body, dict) else None
     if isinstance(asked, list) and len(asked) == 1 and referenced:
         # One secret asked for: the one every deployment found names is that secret.
@@ -550,6 +536,36 @@ def _learn_secret_deployments(
             group = _secret(world, common.pop(), str(asked[0]))
             if group and caller is not None:
                 world.access[(caller.reference, "read", f"secret-group:{group}")] = None
+
+
+def _deployment_seen(world: _World, deployment: dict[str, Any]) -> set[str]:
+    """A deployment an answer shows in full, with its application; the secrets it names."""
+    application = deployment["application"]
+    app = _application(world, application["id"])
+    app.name, app.type = application["name"], application["type"]
+    fqn = str(application.get("fqn", "")).split(":")
+    if len(fqn) >= 3 and NAME.fullmatch(fqn[-3]) and NAME.fullmatch(fqn[-2]):
+        world.clusters.setdefault(fqn[-3], None)
+        known = world.workspaces.setdefault(fqn[-2], {"cluster": fqn[-3]})
+        if application.get("workspaceId"):
+            known["id"] = application["workspaceId"]
+        app.workspace = fqn[-2]
+    app.application_set_id = application.get("applicationSetId") or app.application_set_id
+    app.active_version = application.get("activeVersion") or app.active_version
+    creator = _subject_reference(world, deployment.get("createdBySubject"))
+    if creator and creator.startswith("user:"):
+        app.created_by = creator.removeprefix("user:")
+    manifest = deployment["manifest"]
+    app.deployments[int(deployment["version"])] = {
+        "manifest": manifest,
+        "id": deployment["id"],
+        "statusId": deployment.get("currentStatusId"),
+        "createdAt": deployment.get("createdAt"),
+    }
+    fqns = _secret_fqns(manifest)
+    for secret_fqn in fqns:
+        _secret(world, secret_fqn)
+    return fqns
 
 
 def _learn_model_response(
@@ -685,6 +701,7 @@ def _learn_stage(
         "artifactId": answer["artifact_id"],
         "manifest": manifest,
         "tags": [],
+        "staged": True,  # until an answer shows it finalised
     }
     if caller is not None:
         world.access[(caller.reference, "write", f"mlf-project:{manifest['ml_repo']}")] = None
@@ -719,6 +736,7 @@ def _learn_stage_failure(
     version = world.versions.get(body["id"])
     if version is not None:
         version["failed"], version["tags"] = True, []
+        version.pop("staged", None)
 
 
 def _learn_deleted_group(
@@ -731,8 +749,235 @@ def _learn_deleted_group(
 ) -> None:
     for name, group in list(world.groups.items()):
         if group.get("id") == params["id"]:
-            del world.groups[name]
-            world.grants = {g: None for g in world.grants if g[2] != f"secret-group:{name}"}
+            _group_gone(world, name)
+
+
+def _group_gone(world: _World, name: str) -> None:
+    world.groups.pop(name, None)
+    world.grants = {g: None for g in world.grants if g[2] != f"secret-group:{name}"}
+    for binding_name, binding in list(world.role_bindings.items()):
+        gone = [p for p in binding["permissions"] if p["resource"] == f"secret-group:{name}"]
+        if gone:
+            del world.role_bindings[binding_name]
+
+
+def _version_seen(world: _World, record: dict[str, Any]) -> None:
+    """A finalised version an answer shows (without its files, which none shows)."""
+    manifest = copy.deepcopy(record["manifest"])  # masked with the document, when written
+    number = int(str(record["fqn"]).rsplit(":", 1)[1])
+    manifest["version"] = number
+    repo = world.repos.setdefault(manifest["ml_repo"], {})
+    if record.get("ml_repo_id"):
+        repo["id"] = record["ml_repo_id"]
+    root = str((manifest.get("source") or {}).get("uri", "")).rstrip("/").split("/")
+    if len(root) > 3 and root[-3] in ARTIFACT_FOLDERS and root[-1] == str(number):
+        repo.setdefault("storageRoot", "/".join(root[:-3]))
+    owner = record.get("artifact_id") or record.get("model_id") or record.get("agent_skill_id")
+    known = world.versions.setdefault(record["id"], {"id": record["id"], "tags": []})
+    known.pop("staged", None)
+    known.update(
+        {
+            "as": _subject_reference(world, record.get("created_by_subject")) or known.get("as"),
+            "artifactId": owner,
+            "manifest": manifest,
+            "tags": [t for t in record.get("tags", known["tags"]) if isinstance(t, str)],
+        }
+    )
+    for name, field_ in (("createdAt", "created_at"), ("updatedAt", "updated_at")):
+        if record.get(field_):
+            known[name] = record[field_]
+
+
+def _learn_version(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    _version_seen(world, answer["data"])
+    if caller is not None and isinstance(body, dict):
+        repo = body["manifest"]["ml_repo"]
+        world.access[(caller.reference, "write", f"mlf-project:{repo}")] = None
+
+
+def _learn_versions(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    for record in answer["data"]:
+        _version_seen(world, record)
+
+
+def _learn_artifact(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    latest = answer["data"].get("latest_version")
+    if latest:
+        _version_seen(world, latest)
+
+
+def _learn_applied(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    if body.get("dryRun"):
+        return
+    kind, data = body["manifest"]["type"], answer["data"]
+    if kind == "role-binding":
+        subjects = [
+            _subject(world, str(s.get("type")), s.get("name")) for s in data["manifest"]["subjects"]
+        ]
+        permissions = [
+            {
+                "resource": _resource(world, p.get("resourceType"), p.get("resourceFqn")),
+                "resourceType": p.get("resourceType"),
+                "resourceFqn": p.get("resourceFqn"),
+                "role": p.get("role"),
+            }
+            for p in data["manifest"]["permissions"]
+        ]
+        if None in subjects or any(
+            p["resource"] is None or p["role"] not in ROLES for p in permissions
+        ):
+            return  # a binding a fixture cannot hold
+        if caller is not None:  # binding roles proves an admin role on each resource
+            for permission in permissions:
+                world.access[(caller.reference, "delete", str(permission["resource"]))] = None
+        world.role_bindings[data["name"]] = {
+            "name": data["name"],
+            "id": data.get("id"),
+            "as": _subject_reference(world, data.get("createdBySubject")),
+            "createdAt": data.get("createdAt"),
+            "updatedAt": data.get("updatedAt"),
+            "subjects": [
+                dict(zip(("type", "name"), str(s).split(":", 1), strict=True)) for s in subjects
+            ],
+            "permissions": permissions,
+        }
+    elif kind == "secret-group":
+        name = body["manifest"]["name"]
+        if _resource(world, "secret-group", data.get("fqn") or name, data.get("id")) is None:
+            return
+        group = world.groups[name]
+        group["integration"] = body["manifest"].get("integration_fqn")
+        if caller is not None and world.tenant is not None and answer["action"] == "CREATE":
+            world.access[(caller.reference, "write", f"tenant:{world.tenant}")] = None
+        group["secrets"] = {}
+        for secret in data.get("associatedSecrets") or ():
+            _secret(world, str(secret.get("fqn")), secret.get("id"))
+    else:
+        _version_seen(world, data)
+
+
+def _learn_deleted(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    manifest = body["manifest"]
+    if manifest["type"] == "role-binding":
+        world.role_bindings.pop(manifest["name"], None)
+    else:
+        _group_gone(world, manifest["name"])
+
+
+def _application_fqn_seen(world: _World, app: _Application, fqn: Any) -> None:
+    parts = str(fqn).split(":")
+    if len(parts) >= 3 and NAME.fullmatch(parts[-3]) and NAME.fullmatch(parts[-2]):
+        world.clusters.setdefault(parts[-3], None)
+        world.workspaces.setdefault(parts[-2], {"cluster": parts[-3]})
+        app.workspace = parts[-2]
+        app.name = app.name or parts[-1]
+
+
+def _learn_fqn(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    app = _application(world, answer["applicationId"])
+    _application_fqn_seen(world, app, query.get("fqn", ""))
+    if app.workspace is not None:
+        world.workspaces[app.workspace]["id"] = answer["workspaceId"]
+
+
+def _learn_application(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    data = answer["data"]
+    app = _application(world, data["id"])
+    app.name, app.type = data.get("name") or app.name, data.get("type") or app.type
+    _application_fqn_seen(world, app, data.get("fqn", ""))
+    workspace = data.get("workspace") or {}
+    if app.workspace is not None and data.get("workspaceId"):
+        world.workspaces[app.workspace]["id"] = data["workspaceId"]
+    cluster = world.workspaces.get(app.workspace or "", {}).get("cluster")
+    if cluster and workspace.get("clusterId"):
+        world.clusters[cluster] = workspace["clusterId"]
+    if data.get("deployment"):
+        _deployment_seen(world, data["deployment"])
+
+
+def _learn_triggered(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    run = answer["data"]
+    job = _application(world, run["applicationId"])
+    job.type = "job"
+    _run_seen(world, job, run)
+    if caller is not None:
+        world.access[(caller.reference, "write", f"job:{job.id}")] = None
+    if run["status"] in MOVING:
+        job.runs[run["id"]]["moving"] = True
+
+
+def _learn_terminated(
+    world: _World,
+    params: dict[str, str],
+    query: dict[str, str],
+    body: Any,
+    answer: Any,
+    caller: TokenClaims | None,
+) -> None:
+    for job in world.applications.values():
+        if not any(d.get("id") == query.get("deploymentId") for d in job.deployments.values()):
+            continue
+        for run in job.runs.values():
+            if run["name"] == query.get("jobRunName"):
+                run["status"] = answer["jobRunStatus"]
+                if run["status"] in MOVING:
+                    run["moving"] = True
 
 
 # What each operation's answer teaches a recorded world: every operation whose catalog entry
@@ -748,13 +993,27 @@ LEARNERS = {
     "deleteModelResponse": _learn_deleted_response,
     "listModelResponseInputItems": _learn_input_items,
     "listModels": _learn_models,
-    "getModel": _learn_model,
+    "retrieveModel": _learn_model,
     "createEmbedding": _learn_embedding_model,
     "getOrCreatePersonalAccessToken": _learn_token,
     "stageArtifactVersion": _learn_stage,
     "applyArtifactVersionTags": _learn_tags,
     "markArtifactVersionStageFailure": _learn_stage_failure,
     "deleteSecretGroup": _learn_deleted_group,
+    "createOrUpdateArtifactVersion": _learn_version,
+    "createOrUpdateModelVersion": _learn_version,
+    "listArtifactVersions": _learn_versions,
+    "listModelVersions": _learn_versions,
+    "getArtifactVersion": _learn_version,
+    "getModelVersion": _learn_version,
+    "getArtifact": _learn_artifact,
+    "getModel": _learn_artifact,
+    "applyManifest": _learn_applied,
+    "deleteManifest": _learn_deleted,
+    "getIdFromFqn": _learn_fqn,
+    "getApplication": _learn_application,
+    "triggerJob": _learn_triggered,
+    "terminateJob": _learn_terminated,
 }
 
 
@@ -807,6 +1066,17 @@ class _Writer:
             "grants": [
                 {"subject": subject, "role": role, "resource": resource}
                 for subject, role, resource in world.grants
+                if (subject, role, resource) not in self._bound_grants()
+            ],
+            "roleBindings": [
+                {
+                    **{k: v for k, v in binding.items() if v is not None and k != "permissions"},
+                    "permissions": [
+                        {k: p[k] for k in ("resourceType", "resourceFqn", "role")}
+                        for p in binding["permissions"]
+                    ],
+                }
+                for binding in world.role_bindings.values()
             ],
             "applications": applications,
             "artifactVersions": list(self._versions()),
@@ -823,6 +1093,15 @@ class _Writer:
         }
         document |= {name: records for name, records in sections.items() if records}
         return document, self.notes
+
+    def _bound_grants(self) -> set[tuple[str, str, str]]:
+        """What the role bindings applied grant: made by them when the world loads."""
+        return {
+            (f"{s['type']}:{s['name']}", p["role"], p["resource"])
+            for binding in self.world.role_bindings.values()
+            for s in binding["subjects"]
+            for p in binding["permissions"]
+        }
 
     def _named(self, type_: str, name: str) -> dict[str, Any]:
         return _with_id({"name": name}, self.world.subjects[(type_, name)].get("id"))
@@ -857,12 +1136,15 @@ class _Writer:
                 for key, secret_id in group["secrets"].items()
             ]
             record = _with_id({"name": name}, group.get("id"))
-            record["integration"] = {"fqn": UNKNOWN_INTEGRATION, "healthy": True}
+            record["integration"] = {
+                "fqn": group.get("integration") or UNKNOWN_INTEGRATION,
+                "healthy": True,
+            }
             yield {**record, "secrets": secrets} if secrets else record
         if self.world.groups:
             self.notes.append(
-                f"secretGroups: each integration is `{UNKNOWN_INTEGRATION}` (healthy) and each "
-                f"secret's value `{HIDDEN}`"
+                f"secretGroups: each integration no answer named is `{UNKNOWN_INTEGRATION}`, "
+                f"each healthy, and each secret's value `{HIDDEN}`"
             )
 
     def _applications(self) -> Iterator[dict[str, Any]]:

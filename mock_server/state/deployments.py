@@ -17,7 +17,7 @@ from mock_server.contract.validation import ResponseValidator, compiled, violati
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, Page, Subject
 from mock_server.state.identity import Identity
-from mock_server.state.jobs import Jobs
+from mock_server.state.jobs import ApplicationNotFound, Jobs
 from mock_server.state.secrets import SECRET_REFERENCE_SCHEME, Secrets
 from mock_server.state.sources import iso, world_time
 
@@ -164,6 +164,33 @@ class Deployments(Area):
             application.active_version = version
         self.store.tick()
         return deployment
+
+    @locked
+    def get_application(self, caller: Caller, application_id: str) -> Application:
+        """An application the caller may read (`GET /apps/{id}`)."""
+        application = self.world.applications.get(application_id)
+        if application is None:
+            raise ApplicationNotFound(f"No application with id {application_id!r}")
+        return self._readable(caller, application)
+
+    @locked
+    def application_by_fqn(self, caller: Caller, fqn: str) -> Application:
+        """An application by its FQN (`<cluster>:<workspace>:<name>`), or by the FQN of one
+        of its deployments (with `:<version>`), as the platform's CLI may pass either."""
+        for application in self.world.applications.values():
+            if application.fqn == fqn:
+                return self._readable(caller, application)
+        head, _, version = fqn.rpartition(":")
+        if version.isdigit():
+            for application in self.world.applications.values():
+                if application.fqn == head and int(version) in application.deployment_ids:
+                    return self._readable(caller, application)
+        raise ApplicationNotFound(f"No application with FQN {fqn!r}")
+
+    def _readable(self, caller: Caller, application: Application) -> Application:
+        workspace = self.world.resources[("workspace", application.workspace_id)]
+        self.identity.require(caller, "read", workspace)
+        return application
 
     def application_named(self, name: str) -> Application:
         for application in self.world.applications.values():

@@ -54,6 +54,23 @@ class Grant:
     role: str
     resource_type: str
     resource_id: str
+    # The role binding an apply made it with (`Identity.apply_role_binding`), None for a
+    # grant of the fixtures or of a collaborator: a binding's grants go with the binding.
+    binding: str | None = None
+
+
+@dataclass
+class AppliedRoleBinding:
+    """A role-binding manifest applied through the API (`PUT /apply`), kept whole: the
+    generating operation returns it as it was applied, and its grants go with it."""
+
+    id: str
+    name: str
+    subjects: list[Subject]
+    permissions: list[tuple[Resource, str]]  # (resource, role)
+    created_by: Subject
+    created_at: datetime
+    updated_at: datetime
 
 
 @dataclass
@@ -78,6 +95,9 @@ class SecretGroup:
     resource: Resource
     integration_fqn: str
     integration_healthy: bool
+    created_by: Subject
+    created_at: datetime
+    updated_at: datetime
     secrets: dict[str, Secret] = field(default_factory=dict)  # by secret id
 
 
@@ -93,8 +113,35 @@ class Artifact:
     ml_repo_id: str
     name: str
     type: str  # manifest variant: artifact-version, model-version, agent-skill
-    fqn: str
+    fqn: str  # `<kind>:<tenant>/<ml repo>/<name>`, as the platform's library documents it
+    created_by: Subject
+    created_at: datetime
     versions: dict[int, str] = field(default_factory=dict)  # version number -> version id
+
+
+# The life cycle of an artifact version: staged (its files being uploaded), then ready
+# (finalised: listed and read) or failed (its staging failed: it takes no tags).
+STAGED, READY, FAILED = "staged", "ready", "failed"
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A file of an artifact version: its size, its content's MD5 (the ETag its upload
+    answered) and the key of its content in the world's blobs (its SHA-256)."""
+
+    size: int
+    md5: str
+    blob: str
+
+
+@dataclass
+class MultipartUpload:
+    """A file of a staged version being uploaded in parts: the parts received, by number."""
+
+    id: str
+    version_id: str
+    path: str
+    parts: dict[int, StoredFile] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,7 +155,17 @@ class ArtifactVersion:
     created_at: datetime
     created_by: Subject
     tags: list[str] = field(default_factory=list)
-    failed: bool = False  # its staging failed: it takes no tags
+    status: str = STAGED
+    updated_at: datetime | None = None  # when it was last finalised
+    files: dict[str, StoredFile] = field(default_factory=dict)  # by path under the root
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAILED
+
+    @property
+    def ready(self) -> bool:
+        return self.status == READY
 
 
 @dataclass
@@ -143,8 +200,9 @@ class Deployment:
 
 @dataclass(slots=True)
 class JobRun:
-    """A run never changes once recorded, so worlds may share it (see `Store.reset`); what it
-    reads of its application and subject (ids, names, slugs) never changes either."""
+    """A run never changes once recorded, so worlds may share it (see `Store.reset`): one
+    that moves to another status is replaced in its world's list by a new run. What it reads
+    of its application and subject (ids, names, slugs) never changes either."""
 
     id: str
     name: str
@@ -198,12 +256,11 @@ class IssuedToken:
 
 @dataclass(frozen=True)
 class RoleBinding:
-    """One role-binding manifest: a role, who holds it, and on what."""
+    """One role-binding manifest: who holds which role on what."""
 
     name: str
-    role: str
     subjects: list[Subject]
-    resources: list[Resource]
+    permissions: list[tuple[Resource, str]]  # (resource, role)
 
 
 T = TypeVar("T")

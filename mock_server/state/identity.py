@@ -12,11 +12,21 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from mock_server.core import errors
 from mock_server.state.area import Area, locked
-from mock_server.state.entities import SUBJECT_TYPES, Caller, Grant, Resource, RoleBinding, Subject
+from mock_server.state.entities import (
+    SUBJECT_TYPES,
+    AppliedRoleBinding,
+    Caller,
+    Grant,
+    Resource,
+    RoleBinding,
+    Subject,
+)
+from mock_server.state.sources import iso, world_time
 
 RESOURCE_TYPES = (
     "cluster",
@@ -76,6 +86,31 @@ class TenantNotFound(errors.PlatformError):
     status, code = 404, 40411
     condition = "no tenant serves the host name (a world without fixtures)"
     default_message = "No tenant serves this host name: the world has no tenant yet"
+
+
+class InvalidManifest(errors.PlatformError):
+    status, code = 400, 40013
+    condition = (
+        "a manifest breaks a rule of its kind: a role the platform does not have, a secret "
+        "key given twice, a version number other than the staged version's"
+    )
+    default_message = "The manifest breaks a rule of its kind"
+
+
+# The roles a grant may hold: `<resource type>-admin`, `-editor` and `-viewer` of each type.
+ROLES = frozenset(f"{t}-{level}" for t in RESOURCE_TYPES for level in ROLE_ACTIONS)
+
+
+class ManifestTargetNotFound(errors.PlatformError):
+    status, code = 404, 40423
+    condition = "a subject or resource a role-binding manifest names not found"
+    default_message = "The manifest names a subject or resource the platform does not have"
+
+
+class RoleBindingNotFound(errors.PlatformError):
+    status, code = 404, 40424
+    condition = "role binding not found (a delete names none that was applied)"
+    default_message = "No role binding of this name was applied"
 
 
 class Identity(Area):
@@ -188,8 +223,10 @@ class Identity(Area):
         return resource
 
     @locked
-    def add_grant(self, subject: Subject, role: str, resource: Resource) -> Grant:
-        grant = Grant(subject.type, subject.id, role, resource.type, resource.id)
+    def add_grant(
+        self, subject: Subject, role: str, resource: Resource, binding: str | None = None
+    ) -> Grant:
+        grant = Grant(subject.type, subject.id, role, resource.type, resource.id, binding)
         world = self.world
         held = world.grants_by_holder.setdefault((subject.type, subject.id), [])
         if grant not in held:
@@ -198,8 +235,18 @@ class Identity(Area):
             world.grants_by_resource.setdefault((resource.type, resource.id), []).append(grant)
         return grant
 
+    def _remove_grants(self, gone: set[Grant]) -> None:
+        world = self.world
+        world.grants = [g for g in world.grants if g not in gone]
+        for grant in gone:
+            world.grants_by_holder[(grant.subject_type, grant.subject_id)].remove(grant)
+            on = world.grants_by_resource.get((grant.resource_type, grant.resource_id))
+            if on is not None and grant in on:
+                on.remove(grant)
+
     def remove_resource(self, resource: Resource) -> None:
-        """Forget a resource and every grant on it (the caller holds the lock)."""
+        """Forget a resource and every grant on it (the caller holds the lock). A role
+        binding keeps its other permissions, and goes when none is left."""
         world = self.world
         key = (resource.type, resource.id)
         world.resources.pop(key, None)
@@ -208,10 +255,14 @@ class Identity(Area):
         self.release_ids(resource.id)
         on_it = world.grants_by_resource.pop(key, [])
         if on_it:
-            gone = set(on_it)
-            world.grants = [g for g in world.grants if g not in gone]
-            for grant in on_it:
-                world.grants_by_holder[(grant.subject_type, grant.subject_id)].remove(grant)
+            self._remove_grants(set(on_it))
+        for name, binding in list(world.role_bindings.items()):
+            kept = [(r, role) for r, role in binding.permissions if r is not resource]
+            if len(kept) != len(binding.permissions):
+                binding.permissions = kept
+                if not kept:
+                    del world.role_bindings[name]
+                    self.release_ids(binding.id)
 
     def grants_of(self, subject_type: str, subject_id: str) -> list[Grant]:
         """The grants a subject holds itself (not through its teams), in the order given."""
@@ -313,14 +364,15 @@ class Identity(Area):
         subjects_by_role: dict[str, list[Subject]] = defaultdict(list)
         for grant in self.world.grants_by_resource.get((resource.type, resource.id), []):
             subject = self.subject(grant.subject_type, grant.subject_id)
-            if subject is not None:
+            if subject is not None and grant.binding is None:
                 subjects_by_role[grant.role].append(subject)
-        return [
+        derived = [
             RoleBinding(
-                manifest_name(resource.type, resource.name, role), role, subjects, [resource]
+                manifest_name(resource.type, resource.name, role), subjects, [(resource, role)]
             )
             for role, subjects in sorted(subjects_by_role.items())
         ]
+        return self._with_applied(derived, lambda b: any(r is resource for r, _ in b.permissions))
 
     def _manifests_for_subject(
         self, subject_type: str, subject_id: str, only_tenant: bool
@@ -331,20 +383,118 @@ class Identity(Area):
         only_tenant = only_tenant and subject.type in ("user", "team")
         resources_by_role: dict[str, list[Resource]] = defaultdict(list)
         for grant in self.grants_of(subject.type, subject.id):
-            if only_tenant and grant.resource_type != "tenant":
+            if grant.binding is not None or (only_tenant and grant.resource_type != "tenant"):
                 continue
             resource = self.world.resources.get((grant.resource_type, grant.resource_id))
             if resource is not None:
                 resources_by_role[grant.role].append(resource)
-        return [
+        derived = [
             RoleBinding(
                 manifest_name(subject.type, subject.slug, role),
-                role,
                 [subject],
-                sorted(resources, key=lambda r: (r.type, r.fqn)),
+                [(r, role) for r in sorted(resources, key=lambda r: (r.type, r.fqn))],
             )
             for role, resources in sorted(resources_by_role.items())
         ]
+        return self._with_applied(
+            derived,
+            lambda b: (
+                any(s is subject for s in b.subjects)
+                and (not only_tenant or any(r.type == "tenant" for r, _ in b.permissions))
+            ),
+        )
+
+    def _with_applied(
+        self, derived: list[RoleBinding], wanted: Callable[[AppliedRoleBinding], bool]
+    ) -> list[RoleBinding]:
+        """The manifests derived from the grants, then the role bindings applied through the
+        API that `wanted` picks, whole, by name: an applied binding takes the place of a
+        derived manifest of its name (applying a manifest this operation generated, changed
+        or not, makes it the one it returns)."""
+        applied = [
+            RoleBinding(b.name, list(b.subjects), list(b.permissions))
+            for _, b in sorted(self.world.role_bindings.items())
+            if wanted(b)
+        ]
+        names = {b.name for b in applied}
+        return [d for d in derived if d.name not in names] + applied
+
+    # -- role bindings applied and deleted (`PUT /apply`, `POST /delete`) -----------------
+    def resource_by_fqn(self, type_: str, fqn: str) -> Resource | None:
+        for resource in self.world.resources.values():
+            if resource.type == type_ and resource.fqn == fqn:
+                return resource
+        return None
+
+    @locked
+    def apply_role_binding(
+        self,
+        caller: Caller,
+        manifest: dict[str, Any],
+        *,
+        binding_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> tuple[AppliedRoleBinding, AppliedRoleBinding | None]:
+        """Create or replace the role binding of the manifest's name: each subject holds each
+        role on its resource, and the generating operation (1) returns the manifest as it was
+        applied. The caller needs an admin role on every resource it grants on (the tenant
+        admin has one everywhere). Returns the binding and the one it replaced, if any."""
+        subjects: list[Subject] = []
+        for named in manifest["subjects"]:
+            found = self.find_subject(named["type"], named["name"])
+            if found is None:
+                raise ManifestTargetNotFound(f"No {named['type']} named {named['name']!r}")
+            subjects.append(found)
+        unknown = sorted({p["role"] for p in manifest["permissions"]} - ROLES)
+        if unknown:
+            raise InvalidManifest(
+                f"Role(s) the platform does not have: {', '.join(unknown)} (a role is "
+                "`<resource type>-admin`, `-editor` or `-viewer`)"
+            )
+        permissions: list[tuple[Resource, str]] = []
+        for permission in manifest["permissions"]:
+            resource = self.resource_by_fqn(permission["resourceType"], permission["resourceFqn"])
+            if resource is None:
+                raise ManifestTargetNotFound(
+                    f"No {permission['resourceType']} with fqn {permission['resourceFqn']!r}"
+                )
+            permissions.append((resource, permission["role"]))
+        for resource, _ in permissions:
+            self.require(caller, "delete", resource)
+        name = manifest["name"]
+        world = self.world
+        before = world.role_bindings.get(name)
+        self.store.tick()
+        now = self.sources.clock.now()
+        if before is not None:
+            self._remove_grants({g for g in world.grants if g.binding == name})
+        binding = AppliedRoleBinding(
+            id=before.id if before else self.new_id(f"role binding {name!r}", binding_id, "rb"),
+            name=name,
+            subjects=subjects,
+            permissions=permissions,
+            created_by=before.created_by if before else self.caller_subject(caller),
+            created_at=before.created_at if before else (created_at or now),
+            updated_at=now if before or created_at is None else created_at,
+        )
+        world.role_bindings[name] = binding
+        for subject in subjects:
+            for resource, role in permissions:
+                self.add_grant(subject, role, resource, binding=name)
+        return binding, before
+
+    @locked
+    def delete_role_binding(self, caller: Caller, name: str) -> None:
+        """Delete an applied role binding and the grants it made (admin of its resources)."""
+        binding = self.world.role_bindings.get(name)
+        if binding is None:
+            raise RoleBindingNotFound(f"No role binding named {name!r} was applied")
+        for resource, _ in binding.permissions:
+            self.require(caller, "delete", resource)
+        self.store.tick()
+        self._remove_grants({g for g in self.world.grants if g.binding == name})
+        del self.world.role_bindings[name]
+        self.release_ids(binding.id)
 
     def loaders(self) -> dict[str, Callable[[Any], None]]:
         return {
@@ -357,6 +507,7 @@ class Identity(Area):
             "workspaces": self.load_workspace,
             "resources": self.load_resource,
             "grants": self.load_grant,
+            "roleBindings": self.load_role_binding,
         }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
@@ -406,6 +557,19 @@ class Identity(Area):
         resource = self.resource_named(*_split_reference(r["resource"]))
         self.add_grant(subject, r["role"], resource)
 
+    def load_role_binding(self, r: dict[str, Any]) -> None:
+        """An applied role binding, applied again as its creator (`as`)."""
+        caller = self.subject_by_reference(r.get("as")).caller()
+        manifest = {k: r[k] for k in ("name", "subjects", "permissions")}
+        binding, _ = self.apply_role_binding(
+            caller,
+            manifest,
+            binding_id=r.get("id"),
+            created_at=world_time(r["createdAt"]) if r.get("createdAt") else None,
+        )
+        if r.get("updatedAt"):
+            binding.updated_at = world_time(r["updatedAt"])
+
     def user_or_default(self, email: str | None) -> Subject:
         """A fixture's user by e-mail; the default user when none is named."""
         return self.subject_named("user", email) if email else self.default_user()
@@ -454,6 +618,22 @@ class Identity(Area):
                     + world.resources[(g.resource_type, g.resource_id)].name,
                 }
                 for g in world.grants
+                if g.binding is None
+            ],
+            "roleBindings": [
+                {
+                    "name": b.name,
+                    "id": b.id,
+                    "as": reference(b.created_by),
+                    "createdAt": iso(b.created_at),
+                    "updatedAt": iso(b.updated_at),
+                    "subjects": [{"type": s.type, "name": s.name} for s in b.subjects],
+                    "permissions": [
+                        {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
+                        for r, role in b.permissions
+                    ],
+                }
+                for b in world.role_bindings.values()
             ],
         }
 

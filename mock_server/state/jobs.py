@@ -1,16 +1,25 @@
-"""Job runs: recording them, generating realistic ones, and listing them (operation 7).
+"""Job runs: recording them, generating realistic ones, listing them (operation 7), and
+triggering and terminating them.
 
 Times are epoch milliseconds; `duration` is `endTime - createdAt` once a run has ended.
+
+A run triggered through the API, or asked to terminate, moves through the platform's statuses
+one step at each listing of its job's runs, as time passes on the platform between a
+client's polls (moto's way of moving a resource through its states): CREATED, SCHEDULED,
+then RUNNING, where it stays until terminated; TERMINATION_REQUESTED, TERMINATING, then
+TERMINATED. A listing shows, and filters by, the statuses after the step. Runs of the
+fixtures stay as they are until terminated.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
 from mock_server.core import errors
 from mock_server.state.area import Area, Ground, locked
-from mock_server.state.entities import Application, Caller, JobRun, Page, Subject
+from mock_server.state.entities import Application, Caller, Deployment, JobRun, Page, Subject
 from mock_server.state.identity import Identity
 from mock_server.state.run_index import RunIndex
 from mock_server.state.sources import epoch_ms, from_epoch_ms, iso, world_time
@@ -27,6 +36,34 @@ RUN_STATUSES = (
     "UNKNOWN",
 )
 ENDED = frozenset({"FINISHED", "FAILED", "TERMINATED"})
+# The step a moving run takes at each listing of its job's runs; it stops moving at the end.
+NEXT_STATUS = {
+    "CREATED": "SCHEDULED",
+    "SCHEDULED": "RUNNING",
+    "TERMINATION_REQUESTED": "TERMINATING",
+    "TERMINATING": "TERMINATED",
+}
+RESTING = frozenset({"RUNNING", "TERMINATED"})
+
+
+class ApplicationNotFound(errors.PlatformError):
+    status, code = 404, 40425
+    condition = "application or deployment not found"
+    default_message = "No application or deployment with this id or FQN"
+
+
+class JobRunNotFound(errors.PlatformError):
+    status, code = 404, 40426
+    condition = "job run not found in the deployment's job"
+    default_message = "No run of this name in the job"
+
+
+class JobRunEnded(errors.PlatformError):
+    status, code = 409, 40906
+    condition = "job run has ended: there is nothing to terminate"
+    default_message = "This job run has ended"
+
+
 EXIT_CODES = {"FINISHED": 0, "FAILED": 1, "TERMINATED": 143}  # of a run that gives none
 ERRORS = {"FAILED": "Process exited with code 1"}
 
@@ -136,6 +173,7 @@ class Jobs(Area):
             )
         workspace = self.world.resources[("workspace", application.workspace_id)]
         self.identity.require(caller, "read", workspace)
+        self._move(application)
         index = self._index(application.id)
         filters = []
         if search_prefix:
@@ -154,6 +192,108 @@ class Jobs(Area):
             selected = set.intersection(*filters)
             total, page = len(selected), _page(runs, selected, offset, limit)
         return Page(page, total, offset, limit)
+
+    # -- triggering and terminating (POST /jobs/trigger, /jobs/terminate) -----------------
+    def _job_of(self, caller: Caller, deployment: Deployment) -> Application:
+        application = deployment.application
+        if application.type != "job":
+            raise errors.NotAJob(
+                f"Application {application.name} is a {application.type}, not a job"
+            )
+        workspace = self.world.resources[("workspace", application.workspace_id)]
+        self.identity.require(caller, "write", workspace)
+        return application
+
+    def deployment(self, deployment_id: str) -> Deployment:
+        """A deployment by id."""
+        found = self.world.deployments.get(deployment_id)
+        if found is None:
+            raise ApplicationNotFound(f"No deployment with id {deployment_id!r}")
+        return found
+
+    @locked
+    def trigger(
+        self,
+        caller: Caller,
+        deployment: Deployment,
+        *,
+        command: str | None = None,
+        params: dict[str, str] | None = None,
+        alias: str | None = None,
+    ) -> JobRun:
+        """A new run of a deployment of a job, CREATED now by the caller, moving to RUNNING
+        at the next listings; its name is the alias (made unique) or generated; its command
+        the one given, else the deployment's (with the params, as `--name value`)."""
+        application = self._job_of(caller, deployment)
+        self.store.tick()
+        taken = {run.name for run in self.world.job_runs[application.id]}
+        name = alias or f"{application.name}-{self.sources.word()}"
+        base, number = name, 1
+        while name in taken:
+            number += 1
+            name = f"{base}-{number}"
+        if command is None:
+            command = _command(deployment.manifest, application.name)
+            for key, value in (params or {}).items():
+                command += f" --{key} {value}"
+        run = self.add_run(
+            application,
+            status="CREATED",
+            created_at=self.sources.clock.now(),
+            triggered_by=self.identity.caller_subject(caller),
+            deployment_version=deployment.version,
+            name=name,
+            command=command,
+        )
+        self.world.moving_runs[run.id] = application.id
+        return run
+
+    @locked
+    def terminate(self, caller: Caller, deployment: Deployment, run_name: str) -> JobRun:
+        """Ask a run of the deployment's job to terminate: it is TERMINATION_REQUESTED, and
+        TERMINATED two listings later. A run asked already is left as it is; one that has
+        ended is 409."""
+        application = self._job_of(caller, deployment)
+        runs = self.world.job_runs[application.id]
+        run = next((r for r in runs if r.name == run_name), None)
+        if run is None:
+            raise JobRunNotFound(f"No run named {run_name!r} in job {application.name}")
+        if run.status in ENDED:
+            raise JobRunEnded(f"Run {run_name} of job {application.name} is {run.status}")
+        if run.status in ("TERMINATION_REQUESTED", "TERMINATING"):
+            return run
+        self.store.tick()
+        moved = self._replace(run, "TERMINATION_REQUESTED")
+        self.world.moving_runs[moved.id] = application.id
+        return moved
+
+    def _move(self, application: Application) -> None:
+        """Each moving run of the job one step further (the caller holds the lock)."""
+        moving = [r for r, a in self.world.moving_runs.items() if a == application.id]
+        if not moving:
+            return
+        self.store.tick()
+        by_id = {run.id: run for run in self.world.job_runs[application.id]}
+        for run_id in moving:
+            moved = self._replace(by_id[run_id], NEXT_STATUS[by_id[run_id].status])
+            if moved.status in RESTING:
+                del self.world.moving_runs[run_id]
+
+    def _replace(self, run: JobRun, status: str) -> JobRun:
+        """The run in another status, put in its place in the world (runs are shared by the
+        copies of a world, and never changed in place); the job's run index is made again."""
+        ended = status in ENDED
+        end = epoch_ms(self.sources.clock.now()) if ended else None
+        moved = dataclasses.replace(
+            run,
+            status=status,
+            end_time_ms=end,
+            exit_code=EXIT_CODES.get(status) if ended else None,
+        )
+        runs = self.world.job_runs[run.application.id]
+        runs[next(i for i, r in enumerate(runs) if r.id == run.id)] = moved
+        self.world.run_indexes.pop(run.application.id, None)
+        return moved
 
     def build_indexes(self) -> None:
         """Make every job's run index now: worlds restored from a snapshot taken after
@@ -180,7 +320,7 @@ class Jobs(Area):
             if "generate" in run:
                 self.generate_runs(application, run["generate"])
                 continue
-            self.add_run(
+            added = self.add_run(
                 application,
                 status=run["status"],
                 created_at=world_time(run["createdAt"]),
@@ -194,6 +334,10 @@ class Jobs(Area):
                 error=run.get("error"),
                 run_id=run.get("id"),
             )
+            if run.get("moving"):
+                if run["status"] not in NEXT_STATUS:
+                    raise ValueError(f"a {run['status']} run does not move")
+                self.world.moving_runs[added.id] = application.id
 
     def _user(self, found: dict[str | None, Subject], email: str | None) -> Subject:
         if email not in found:
@@ -201,7 +345,11 @@ class Jobs(Area):
         return found[email]
 
     def dump_runs(self, application: Application) -> list[dict[str, Any]]:
-        return [run_record(run) for run in self.world.job_runs[application.id]]
+        moving = self.world.moving_runs
+        return [
+            {**run_record(run), **({"moving": True} if run.id in moving else {})}
+            for run in self.world.job_runs[application.id]
+        ]
 
 
 def run_record(run: JobRun) -> dict[str, Any]:

@@ -1,14 +1,17 @@
-"""Secret groups, their secrets and secret versions, and deleting a group (operation 6)."""
+"""Secret groups, their secrets and secret versions: deleting a group (operation 6), and
+applying or deleting one from its manifest (`PUT /apply`, `POST /delete`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from mock_server.core import errors
 from mock_server.state.area import Area, Ground, locked
-from mock_server.state.entities import Caller, Secret, SecretGroup, SecretVersion
-from mock_server.state.identity import Identity
+from mock_server.state.entities import Caller, Secret, SecretGroup, SecretVersion, Subject
+from mock_server.state.identity import Identity, InvalidManifest, reference
+from mock_server.state.sources import iso, world_time
 
 SECRET_REFERENCE_SCHEME = "platform-secret://"
 
@@ -28,9 +31,19 @@ class Secrets(Area):
         integration_fqn: str,
         integration_healthy: bool = True,
         group_id: str | None = None,
+        created_by: Subject | None = None,
+        created_at: datetime | None = None,
     ) -> SecretGroup:
         resource = self.identity.add_resource("secret-group", name, resource_id=group_id)
-        group = SecretGroup(resource, integration_fqn, integration_healthy)
+        now = created_at or self.sources.clock.now()
+        group = SecretGroup(
+            resource,
+            integration_fqn,
+            integration_healthy,
+            created_by=created_by or self.identity.default_user(),
+            created_at=now,
+            updated_at=now,
+        )
         self.world.secret_groups[resource.id] = group
         return group
 
@@ -88,14 +101,69 @@ class Secrets(Area):
                 "is faulty or unavailable; retry with forceDelete=true to delete anyway"
             )
         del self.world.secret_groups[group_id]
-        for secret_id in group.secrets:
-            self.world.groups_by_secret.pop(secret_id, None)
-        self.release_ids(
-            *(s.id for s in group.secrets.values()),
-            *(v.id for s in group.secrets.values() for v in s.versions),
-        )
+        for secret in list(group.secrets.values()):
+            self._remove_secret(group, secret)
         self.identity.remove_resource(group.resource)
         self.store.tick()
+
+    def _remove_secret(self, group: SecretGroup, secret: Secret) -> None:
+        del group.secrets[secret.id]
+        self.world.groups_by_secret.pop(secret.id, None)
+        self.release_ids(secret.id, *(v.id for v in secret.versions))
+
+    @locked
+    def delete_group_named(self, caller: Caller, name: str) -> None:
+        """Delete a group by name (`POST /delete` of its manifest): exactly as operation 6
+        deletes it, without forceDelete."""
+        resource = self.identity.find_resource("secret-group", name)
+        if resource is None:
+            raise errors.SecretGroupNotFound(f"No secret group named {name!r}")
+        self.delete_group(caller, resource.id, force_delete=False)
+
+    @locked
+    def apply_group(
+        self, caller: Caller, manifest: dict[str, Any]
+    ) -> tuple[SecretGroup, dict[str, Any] | None]:
+        """Create the group of the manifest's name, or bring it to the manifest: its
+        integration, and its secrets by key (a new value is a new version of its secret, a
+        key no longer given removes its secret). Creating needs write on the tenant, changing
+        a group write on it. Returns the group and the manifest it had before, if any."""
+        keys = [secret["key"] for secret in manifest.get("secrets", [])]
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        if repeated:
+            raise InvalidManifest(f"Secret key(s) given twice: {', '.join(repeated)}")
+        resource = self.identity.find_resource("secret-group", manifest["name"])
+        group = None if resource is None else self.world.secret_groups[resource.id]
+        self.identity.require(
+            caller, "write", group.resource if group is not None else self.identity.tenant
+        )
+        before = None if group is None else group_manifest(group)
+        self.store.tick()
+        now = self.sources.clock.now()
+        if group is None:
+            group = self.add_group(
+                manifest["name"],
+                integration_fqn=manifest["integration_fqn"],
+                created_by=self.identity.caller_subject(caller),
+            )
+        group.integration_fqn = manifest["integration_fqn"]
+        group.updated_at = now
+        wanted = {secret["key"]: secret["value"] for secret in manifest.get("secrets", [])}
+        for secret in list(group.secrets.values()):
+            if secret.key not in wanted:
+                self._remove_secret(group, secret)
+        held = {secret.key: secret for secret in group.secrets.values()}
+        for key, value in wanted.items():
+            found = held.get(key)
+            if found is None:
+                self.add_secret(group, key, [value])
+            elif not found.versions or found.versions[-1].value != value:
+                number = len(found.versions) + 1
+                version_id = self.new_id(
+                    f"version {number} of secret {found.fqn!r}", None, "secret-version"
+                )
+                found.versions.append(SecretVersion(version_id, number, value, now))
+        return group, before
 
     def loaders(self) -> dict[str, Callable[[Any], None]]:
         return {
@@ -105,12 +173,17 @@ class Secrets(Area):
     # -- fixtures: this area's section, read and written side by side -------------------
     def load_group(self, r: dict[str, Any]) -> None:
         integration = r["integration"]
+        created_at = r.get("createdAt")
         group = self.add_group(
             r["name"],
             integration_fqn=integration["fqn"],
             integration_healthy=integration.get("healthy", True),
             group_id=r.get("id"),
+            created_by=self.identity.subject_by_reference(r["as"]) if r.get("as") else None,
+            created_at=None if created_at is None else world_time(created_at),
         )
+        if r.get("updatedAt"):
+            group.updated_at = world_time(r["updatedAt"])
         for secret in r.get("secrets", []):
             self.add_secret(
                 group, secret["key"], secret.get("values", []), secret_id=secret.get("id")
@@ -123,6 +196,9 @@ class Secrets(Area):
                 {
                     "name": group.resource.name,
                     "id": group.resource.id,
+                    "as": reference(group.created_by),
+                    "createdAt": iso(group.created_at),
+                    "updatedAt": iso(group.updated_at),
                     "integration": {
                         "fqn": group.integration_fqn,
                         "healthy": group.integration_healthy,
@@ -135,3 +211,12 @@ class Secrets(Area):
                 for group in self.world.secret_groups.values()
             ]
         }
+
+
+def group_manifest(group: SecretGroup) -> dict[str, Any]:
+    """A group's manifest as the platform shows it: without its secrets' values."""
+    return {
+        "type": "secret-group",
+        "name": group.resource.name,
+        "integration_fqn": group.integration_fqn,
+    }

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import orjson
@@ -21,8 +22,10 @@ from mock_server.state.deployments import Deployments
 from mock_server.state.gateway import Gateway
 from mock_server.state.identity import Identity
 from mock_server.state.jobs import Jobs
+from mock_server.state.manifests import Manifests
 from mock_server.state.secrets import Secrets
 from mock_server.state.sources import Sources, SourcesState, iso, seed_problem, world_time
+from mock_server.state.storage import Storage
 from mock_server.state.tokens import Minter, Tokens
 from mock_server.state.world import FrozenWorld, World
 
@@ -54,6 +57,7 @@ SECTIONS = (
     "secretGroups",
     "mlRepos",
     "grants",
+    "roleBindings",
     "applications",
     "artifactVersions",
     "personalAccessTokens",
@@ -115,6 +119,10 @@ class Store:
         self.jobs: Jobs = Jobs(self, self.identity)
         self.deployments: Deployments = Deployments(self, self.identity, self.secrets, self.jobs)
         self.artifacts: Artifacts = Artifacts(self, self.identity)
+        self.storage: Storage = Storage(self, self.identity, self.artifacts, self._url_secret)
+        self.manifests: Manifests = Manifests(
+            self, self.identity, self.secrets, self.artifacts, self.trial
+        )
         self.tokens: Tokens = Tokens(self, self.identity)
         self.gateway: Gateway = Gateway(self)
         self.areas: tuple[Area, ...] = tuple(v for v in vars(self).values() if isinstance(v, Area))
@@ -256,6 +264,23 @@ class Store:
                 self.world = world
                 self.sources = Sources.restored(sources, self.sources.faker)
                 raise
+
+    def _url_secret(self) -> bytes:
+        """What signed URLs are signed with: the server's key and the world's generation,
+        so that a URL of an earlier world is refused."""
+        return f"{self.signer.key}\n{self.generation}".encode()
+
+    @contextmanager
+    def trial(self) -> Iterator[None]:
+        """A change made inside is undone at the end, whatever happens (a dry run)."""
+        with self.lock:
+            before = (self.world.copy(), self.sources.snapshot())
+            try:
+                yield
+            finally:
+                world, sources = before
+                self.world = world
+                self.sources = Sources.restored(sources, self.sources.faker)
 
     def tick(self) -> None:
         """Move the clock on: called once per state change."""

@@ -9,12 +9,14 @@ from typing import Any
 
 from mock_server.state.entities import (
     Application,
+    AppliedRoleBinding,
     Artifact,
     ArtifactVersion,
     Deployment,
     Grant,
     JobRun,
     MlRepo,
+    MultipartUpload,
     PersonalAccessToken,
     Resource,
     SecretGroup,
@@ -46,6 +48,14 @@ class World:
     response_inputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)
     scripts: dict[str, Any] = field(default_factory=dict)
+    role_bindings: dict[str, AppliedRoleBinding] = field(default_factory=dict)  # by name
+    # The contents of the files uploaded to artifact versions, by SHA-256: bytes, never
+    # changed once stored, so that worlds share them (a copy copies the container only).
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    uploads: dict[str, MultipartUpload] = field(default_factory=dict)  # multipart, by id
+    # Runs that move one status further at each listing of their job (triggered, or asked to
+    # terminate, through the API): run id -> application id.
+    moving_runs: dict[str, str] = field(default_factory=dict)
     run_indexes: dict[str, RunIndex] = field(default_factory=dict)  # derived, by application
     # Indexes, so that a request costs what it asks and not what the world holds: each is
     # kept beside the container it indexes, by the area that changes that container.
@@ -62,23 +72,24 @@ class World:
     def copy(self) -> World:
         """A world that changes apart from this one, made in milliseconds at any size.
 
-        Job runs never change once recorded, and a run index is derived from them and
-        rebuilt rather than changed (`Jobs._index`): the copy shares both, in containers of
-        its own. Everything else, a few entities however big the world, is copied deeply
-        in one go (`FrozenWorld`), so the copies refer to each other as the originals do.
+        Job runs never change once recorded, a run index is derived from them and rebuilt
+        rather than changed (`Jobs._index`), and an uploaded file's content never changes
+        once stored: the copy shares all three, in containers of its own. Everything else,
+        a few entities however big the world, is copied deeply in one go (`FrozenWorld`),
+        so the copies refer to each other as the originals do.
         (A shared run refers to the original application and subject; what it reads of
         them, ids, names and slugs, never changes.)"""
         return FrozenWorld(self).thaw()
 
 
 # Containers a copy of a world copies shallowly: what they hold is never changed in place.
-_SHARED = frozenset({"job_runs", "run_indexes", "ids"})
+_SHARED = frozenset({"job_runs", "run_indexes", "ids", "blobs"})
 
 
 class FrozenWorld:
     """A world kept to be restored, many times for the snapshot `reset()` restores: its
     entities pickled once (unpickling them is several times faster than a deep copy), its
-    runs and run indexes shared."""
+    runs, run indexes and file contents shared."""
 
     def __init__(self, world: World):
         rest = {f.name: getattr(world, f.name) for f in fields(world) if f.name not in _SHARED}
@@ -86,6 +97,7 @@ class FrozenWorld:
         self._job_runs = {app: list(runs) for app, runs in world.job_runs.items()}
         self._run_indexes = dict(world.run_indexes)
         self._ids = dict(world.ids)
+        self._blobs = dict(world.blobs)
 
     def thaw(self) -> World:
         """A world of its own, as this one was."""
@@ -94,4 +106,5 @@ class FrozenWorld:
             job_runs={app: list(runs) for app, runs in self._job_runs.items()},
             run_indexes=dict(self._run_indexes),
             ids=dict(self._ids),
+            blobs=dict(self._blobs),
         )

@@ -68,6 +68,7 @@ def counts(store: Store) -> dict[str, int]:
             "virtualAccounts": by_type.get("virtualaccount", 0),
             "agents": by_type.get("agent", 0),
             "grants": len(world.grants),
+            "roleBindings": len(world.role_bindings),
             "applications": len(world.applications),
             RUNS: sum(len(runs) for runs in world.job_runs.values()),
             "secretGroups": len(world.secret_groups),
@@ -131,6 +132,27 @@ def _grants(store: Store) -> Iterator[Record]:
             f"grant-{index + 1}",
             f"{subject} {grant.role} {target}",
             {"subject": subject, "role": grant.role, "resource": target},
+        )
+
+
+def _role_bindings(store: Store) -> Iterator[Record]:
+    """The role bindings applied through the API, as they were applied."""
+    for binding in store.world.role_bindings.values():
+        yield Record(
+            binding.id,
+            binding.name,
+            {
+                "id": binding.id,
+                "name": binding.name,
+                "subjects": [reference(s) for s in binding.subjects],
+                "permissions": [
+                    {"resource": f"{r.type}:{r.name}", "role": role}
+                    for r, role in binding.permissions
+                ],
+                "createdBy": reference(binding.created_by),
+                "createdAt": iso(binding.created_at),
+                "updatedAt": iso(binding.updated_at),
+            },
         )
 
 
@@ -239,15 +261,19 @@ def _artifact_versions(store: Store) -> Iterator[Record]:
         artifact = world.artifacts[version.artifact_id]
         yield _record(
             version.id,
-            f"{artifact.name} v{version.version}",
+            f"{artifact.name} v{version.version} {version.status}",
             {
                 "id": version.id,
                 "fqn": version.fqn,
                 "artifact": artifact.name,
                 "type": artifact.type,
                 "version": version.version,
+                "status": version.status,
                 "tags": list(version.tags),
-                "failed": version.failed,
+                "files": [
+                    {"path": path, "size": stored.size, "md5": stored.md5}
+                    for path, stored in version.files.items()
+                ],
                 "createdAt": iso(version.created_at),
                 "createdBy": reference(version.created_by),
                 "storageRoot": version.storage_root,
@@ -307,6 +333,7 @@ _LISTERS: dict[str, Callable[[Store], Iterator[Record]]] = {
     "virtualAccounts": _subjects("virtualaccount"),
     "agents": _subjects("agent"),
     "grants": _grants,
+    "roleBindings": _role_bindings,
     "applications": _applications,
     "secretGroups": _secret_groups,
     "artifactVersions": _artifact_versions,
@@ -322,6 +349,7 @@ KINDS = (
     "virtualAccounts",
     "agents",
     "grants",
+    "roleBindings",
     "applications",
     RUNS,
     "secretGroups",
