@@ -21,8 +21,9 @@ rule (`mock_server.core.masking`) is applied here, and no output can show a cred
   bytes for a test in the same process.
 
 Memory is bounded in bytes, not entries: an entry keeps the request body as the bytes that
-came (up to 64 KiB), and the response's headers and body alike, read as JSON only when
-asked, and the journal drops its oldest entries once their sizes add up past its budget,
+came (up to 64 KiB), every request header (`request_headers`) up to HEADER_BUDGET bytes,
+and the response's headers and body alike, read as JSON only when asked, and the journal
+drops its oldest entries once their sizes (headers counted) add up past its budget,
 counting what it dropped.
 
 For the live view, `page` reads the journal newest first a page at a time, and `find` an
@@ -35,7 +36,7 @@ import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,13 @@ BODY_LIMIT = 64 * 1024  # bytes of a request body kept in the journal
 DEFAULT_BUDGET = JOURNAL_BUDGET_MIB * 1024 * 1024  # bytes of entries kept; the oldest go first
 SCAN_BUDGET = 4 * 1024 * 1024  # bytes of entries one page of the journal looks at, at most
 ENTRY_OVERHEAD = 1024  # bytes an entry costs besides its variable parts (objects, dicts)
+# Bytes of names and values of a request's headers an entry keeps. A client's whole header
+# set (an SDK's, a browser's, with a tracing header or two) is well under 2 KiB and is kept
+# whole; a request may send up to 64 KiB of headers (`MAX_HEADER_BYTES`), which kept whole
+# would let one flood of big heads cost the journal 64 times what its requests say. Past
+# the budget, a value is cut (saying so) and the headers after it are counted, not kept.
+HEADER_BUDGET = 8 * 1024
+CUT = "…"  # ends a header's value cut at the budget
 
 
 @dataclass
@@ -65,7 +73,7 @@ class Entry:
     path: str
     query: dict[str, list[str]]
     path_params: dict[str, str]
-    headers: dict[str, str]
+    headers: dict[str, str]  # every one (`request_headers`), up to HEADER_BUDGET bytes
     raw_body: bytes  # as it came, cut at BODY_LIMIT
     operation_id: str | None
     status: int | None  # None when nothing was answered: see `dropped`
@@ -85,6 +93,7 @@ class Entry:
     raw_response: bytes = b""  # the response body as sent, cut at BODY_LIMIT
     response_bytes: int = 0  # the size of the whole response body
     order: int = 0  # its place in the journal: entries are recorded in this order
+    headers_dropped: int = 0  # request headers past HEADER_BUDGET, counted, not kept
     # The caller's own credentials (`masking.credentials_of`), hidden wherever they appear
     # in the entry when it is recorded, and forgotten then.
     credentials: tuple[str, ...] = field(default=(), repr=False, compare=False)
@@ -113,6 +122,8 @@ class Entry:
             self.path_params = masking.masked(self.path_params, "", credentials)
         if holds(*(text for pair in self.headers.items() for text in pair)):
             self.headers = masking.headers(self.headers, credentials)
+        # Cut once masked: a credential cut in half would no longer be known by its shape.
+        self.headers, self.headers_dropped = within_budget(self.headers, HEADER_BUDGET)
         if self.message is not None and holds(self.message):
             self.message = masking.masked_text(self.message, credentials)
         if holds(*(f"{key} {value}" for detail in self.details for key, value in detail.items())):
@@ -222,6 +233,7 @@ class Entry:
             "query": self.query,
             "pathParams": self.path_params,
             "headers": self.headers,
+            "headersDropped": self.headers_dropped,
             "body": self.body,
             "operationId": self.operation_id,
             "status": self.status,
@@ -431,6 +443,31 @@ class Journal:
         if not ranked:
             return "No request was recorded."
         return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
+
+
+def request_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """A request's headers as the journal keeps them: every one, by its lower-case name, the
+    values of a repeated one joined by `, ` (RFC 9110, 5.3), as the client sent them."""
+    found: dict[str, str] = {}
+    for name, value in raw:
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        found[key] = f"{found[key]}, {text}" if key in found else text
+    return found
+
+
+def within_budget(headers: dict[str, str], budget: int) -> tuple[dict[str, str], int]:
+    """Headers kept in order until their names and values add up to `budget` characters:
+    the value that passes it cut (ending in CUT), the headers after it not kept; and how
+    many were not kept."""
+    kept: dict[str, str] = {}
+    left = budget
+    for index, (name, value) in enumerate(headers.items()):
+        if left <= len(name):
+            return kept, len(headers) - index
+        left -= len(name)
+        kept[name] = value if len(value) <= left else value[: max(left - len(CUT), 0)] + CUT
+        left -= len(kept[name])
+    return kept, 0
 
 
 def hidden_in(raw: bytes) -> tuple[str, ...]:

@@ -394,6 +394,7 @@ function renderDetail(panel, opened) {
   panel.append(
     el("h3", { text: "Request headers" }),
     headersTable(opened.request.headers),
+    opened.request.headersDropped ? el("p", { class: "muted", text: `and ${opened.request.headersDropped} more, not kept: an entry keeps 8 KiB of headers` }) : null,
     el("h3", { text: "Request body" }),
     el("pre", { text: opened.request.body || "(none)" }),
     el("h3", { text: "Response headers" }),
