@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -271,6 +272,7 @@ class Journal:
         # Whether the requests now starting break the contract on purpose (a negative test).
         self.expecting = False
         self.observers: list[Callable[[Entry], None]] = []
+        self.cleared: list[Callable[[], None]] = []  # told when the journal is cleared
 
     def begin_test(self, name: str, *, expecting: bool = False) -> None:
         """The requests that start from now on are sent by this test; with `expecting`, it
@@ -323,6 +325,17 @@ class Journal:
             self._by_seq.clear()
             self._bytes = 0
             self.dropped = 0
+        for observer in self.cleared:
+            observer()
+
+    def latency(self) -> dict[str, dict[str, float | int]]:
+        """The time each operation took to answer, over the entries held: count, p50, p90
+        and max in milliseconds (nearest rank); requests no operation took are left out."""
+        durations: dict[str, list[float]] = {}
+        for entry in self:
+            if entry.operation_id is not None and entry.status is not None:
+                durations.setdefault(entry.operation_id, []).append(entry.duration_ms)
+        return {op: _distribution(sorted(found)) for op, found in sorted(durations.items())}
 
     def find(self, seq: int) -> Entry | None:
         """The entry of the request numbered `seq`, if the journal still holds it."""
@@ -443,6 +456,13 @@ class Journal:
         if not ranked:
             return "No request was recorded."
         return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
+
+
+def _distribution(ordered: list[float]) -> dict[str, float | int]:
+    def rank(share: float) -> float:
+        return ordered[max(math.ceil(len(ordered) * share) - 1, 0)]
+
+    return {"count": len(ordered), "p50Ms": rank(0.5), "p90Ms": rank(0.9), "maxMs": ordered[-1]}
 
 
 def request_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
