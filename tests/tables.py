@@ -13,6 +13,7 @@ a document differs from what this writes, so no row is kept by hand:
   of the bad-input suite (which pages every paginated operation).
 - `docs/errors.md`, and `spec/control-plane.yaml` (`info.description`): one row per error
   class, `condition | status | code`.
+- `docs/curl.md`: a curl of each operation, in the operations page's order (`tests/curls.py`).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from types import ModuleType
 from mock_server.contract import documents as contract
 from mock_server.core import errors
 from mock_server.handlers import catalog
+from tests import curls
 from tests.pages import DOCS, ROOT
 
 OPERATIONS_PAGE = DOCS / "operations.md"
 ERRORS_PAGE = DOCS / "errors.md"
 RELIABILITY_PAGE = DOCS / "reliability.md"
+CURL_PAGE = DOCS / "curl.md"
 SPEC = ROOT / "spec" / contract.CONTROL_PLANE_SPEC
 
 OPERATION_ROW = re.compile(r"^\| (\d+) \| `(\w+) ([^`]+)` \| `(\w+)` \|$", re.MULTILINE)
@@ -129,10 +132,18 @@ def spec(text: str) -> str:
     return _replace_table(text, ERRORS_HEAD, errors_table(indent="    "), indent="    ")
 
 
+def curl_page(text: str) -> str:
+    """`docs/curl.md` with a curl of each operation, numbered as the operations page (as it
+    should be) numbers them."""
+    table = operations_table(OPERATIONS_PAGE.read_text())
+    return curls.curl_page(text, [op for *_, op in OPERATION_ROW.findall(table)])
+
+
 WRITTEN = {
     OPERATIONS_PAGE: operations_page,
     ERRORS_PAGE: errors_page,
     RELIABILITY_PAGE: reliability_page,
+    CURL_PAGE: curl_page,
     SPEC: spec,
 }
 
