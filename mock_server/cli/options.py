@@ -469,8 +469,8 @@ TOKEN_EXAMPLES = examples(
     ("platform-mock token --subject team:ml-platform", "another subject of the world"),
     ("platform-mock token --port 9000", "from the server on port 9000, when several run"),
     (
-        "PLATFORM_MOCK_SIGNING_KEY=... platform-mock token --seed 7",
-        "minted here, no server needed, with the key the server was given (CI)",
+        "platform-mock token --seed 7",
+        "with PLATFORM_MOCK_SIGNING_KEY set to the server's key: minted here, no server needed",
     ),
 )
 TOP_EXAMPLES = examples(

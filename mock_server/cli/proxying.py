@@ -134,8 +134,8 @@ PROXY_EXAMPLES = examples(
 )
 DRIFT_EXAMPLES = examples(
     (
-        "TFY_API_KEY=... platform-mock drift --target https://platform.example.com",
-        "read-only requests to the platform, and the drift report",
+        "platform-mock drift --target https://platform.example.com",
+        "read-only requests to the platform with the token in TFY_API_KEY, and the drift report",
     ),
     (
         "platform-mock drift --target https://platform.example.com --job JOB_ID --report drift",
