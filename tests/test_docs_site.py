@@ -85,3 +85,19 @@ def test_a_broken_link_or_a_page_left_out_fails_the_build(tmp_path, page, added,
     done = build(copy / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0
     assert named in done.stderr
+
+
+def test_the_readme_links_every_page_the_site_lists():
+    """The README's table of the docs and the site's navigation name the same pages."""
+
+    def pages_of(nav: list) -> set[str]:
+        found: set[str] = set()
+        for entry in nav:
+            for value in entry.values():
+                found |= pages_of(value) if isinstance(value, list) else {value}
+        return found
+
+    listed = pages_of(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    readme = (ROOT / "README.md").read_text().split("## Documentation", 1)[1]
+    linked = set(re.findall(r"^\| \[[^]]+\]\(docs/([\w-]+\.md)[#)]", readme, re.MULTILINE))
+    assert linked == listed - {"index.md", "site.md"}

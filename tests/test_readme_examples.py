@@ -2,8 +2,9 @@
 runs them: in an environment made by the quickstart's install line and the examples' install
 line, verbatim (with `.venv` in a temporary directory), each block marked
 `<!-- example: python -->` (a script against the session's server, with `TOKEN` and
-`ADMIN_TOKEN`) or `<!-- example: pytest -->` (a test file in a fresh pytest session, through
-the plugin). An example that needs a package those lines do not install fails."""
+`ADMIN_TOKEN`), `<!-- example: pytest -->` (a test file in a fresh pytest session, through
+the plugin) or `<!-- example: run -->` (a `platform-mock run` line, in a folder of its own).
+An example that needs a package those lines do not install fails."""
 
 from __future__ import annotations
 
@@ -103,6 +104,39 @@ def test_pytest_example_passes(code, reader_python, pytester, request):
     outcomes = re.findall(rf"^(PASSED|FAILED|ERROR) {name}\.py::(\S+)", result.stdout.str(), re.M)
     assert outcomes, result.stdout.str()[-3000:]
     assert {outcome for outcome, _ in outcomes} == {"PASSED"}, result.stdout.str()[-3000:]
+
+
+RUN_EXAMPLE = re.compile(r"<!-- example: run -->\n```sh\n(.*?)\n```", re.DOTALL)
+
+
+def run_examples() -> list:
+    """The `platform-mock run` examples of every page: one command line each."""
+    found = [
+        pytest.param(line, id=f"{path.stem}-run-{n}")
+        for path in pages.every_page()
+        for n, line in enumerate(RUN_EXAMPLE.findall(path.read_text()), start=1)
+    ]
+    assert found, "no page has a run example"
+    return found
+
+
+@pytest.mark.parametrize("line", run_examples())
+def test_run_example_passes_its_contract_check(line, reader_python, tmp_path):
+    """As a reader runs it (its reports written in a folder of its own), with its own server
+    on a free port."""
+    assert "\n" not in line and line.startswith(".venv/bin/platform-mock run ")
+    venv = reader_python.parent.parent
+    done = subprocess.run(
+        line.replace(".venv", str(venv)),
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    verdict = done.stderr.splitlines()[-1]
+    assert verdict.startswith("platform-mock: contract check PASSED: the command passed"), verdict
 
 
 def quickstart_commands() -> list[str]:
