@@ -87,17 +87,24 @@ def test_a_broken_link_or_a_page_left_out_fails_the_build(tmp_path, page, added,
     assert named in done.stderr
 
 
-def test_the_readme_links_every_page_the_site_lists():
-    """The README's table of the docs and the site's navigation name the same pages."""
+def _nav_pages(nav: list) -> set[str]:
+    found: set[str] = set()
+    for entry in nav:
+        for value in entry.values():
+            found |= _nav_pages(value) if isinstance(value, list) else {value}
+    return found
 
-    def pages_of(nav: list) -> set[str]:
-        found: set[str] = set()
-        for entry in nav:
-            for value in entry.values():
-                found |= pages_of(value) if isinstance(value, list) else {value}
-        return found
 
-    listed = pages_of(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
-    readme = (ROOT / "README.md").read_text().split("## Documentation", 1)[1]
-    linked = set(re.findall(r"^\| \[[^]]+\]\(docs/([\w-]+\.md)[#)]", readme, re.MULTILINE))
-    assert linked == listed - {"index.md", "site.md"}
+@pytest.mark.parametrize(
+    ("page", "prefix", "unlisted"),
+    [
+        pytest.param(ROOT / "README.md", "docs/", {"index.md", "site.md"}, id="README"),
+        pytest.param(DOCS / "index.md", "", {"index.md"}, id="home-page"),
+    ],
+)
+def test_the_table_of_pages_names_every_page_of_the_navigation(page, prefix, unlisted):
+    """The README's table of the docs, and the home page's, name the pages the site's
+    navigation lists (the README leaves out the home page and the page on the site)."""
+    listed = _nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    row = re.compile(rf"^\| \[[^]]+\]\({prefix}([\w-]+\.md)[#)]", re.MULTILINE)
+    assert set(row.findall(page.read_text())) == listed - unlisted
