@@ -418,6 +418,8 @@ def test_a_fixture_edit_refused_shows_every_problem_and_a_fixed_one_reloads(brow
         expect(banner).to_contain_text("Fixtures reloaded")
         watched.page.click("button[data-tab=world]")
         expect(watched.page.locator("#kinds button", has_text="users")).to_have_text("users 4")
+        # The world's refresh that follows a reload leaves the banner saying so.
+        expect(banner).to_contain_text("Fixtures reloaded")
         watched.page.context.close()
     assert watched.errors == []
 

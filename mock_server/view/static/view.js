@@ -680,13 +680,15 @@ async function removeFault(id) {
 
 function showReload(event, quiet) {
   const banner = $("reload");
+  // An old success is no news: the banner stays as it is (a fresh "reloaded" included, which
+  // the world's refresh right after it would otherwise empty).
+  if (quiet && event.reloaded && event.watching !== false) return;
   clear(banner);
   if (event.watching === false) {
     banner.className = "banner bad";
     banner.append(`The fixture watcher stopped at ${clock(event.time)}: edits are no longer loaded.`);
     banner.append(el("ul", {}, ...event.errors.map((e) => el("li", { class: "mono", text: e.message }))));
   } else if (event.reloaded) {
-    if (quiet) return; // an old success is no news
     banner.className = "banner ok";
     banner.append(`Fixtures reloaded at ${clock(event.time)} (${event.files.join(", ")}): the world is new, the journal kept.`);
     later("reload-banner", 6000, () => { banner.hidden = true; });
