@@ -1,0 +1,202 @@
+"""The start figures: each command a user waits for at start, beside its floors, in rotating rounds.
+
+    python bench/start.py [--rounds 7] [--json FILE]
+
+Each figure is a whole process timed from its start to its end (wall clock), or for `serve`
+to its first HTTP answer:
+- floors: the interpreter's start (`python -c pass`) and the import of the required stack
+  (connexion, flask, uvicorn, jsonschema_rs, faker, yaml, jwt, orjson) in one process;
+- the commands: `platform-mock --version`, a usage error (`serve --prot 9000`), `serve`'s
+  first answer (a GET of job runs, polled every 2 ms from the start), `run --quiet -- true`;
+- the pytest plugin, in sessions that load no other plugin (PYTEST_DISABLE_PLUGIN_AUTOLOAD,
+  the plugin named with `-p`): one test using the `platform_mock` fixture against the same
+  session with a plain test, and against a session without the plugin plus the stack's
+  import (its floor); a plain test with the plugin loaded against the same without it (what
+  the plugin costs a session that never asks for it).
+
+Every round runs each process once, the order rotated from one round to the next, so that a
+busy spell of the machine falls on each in turn; a ratio is the median of the per-round ratios
+(each taken between runs seconds apart), a time the median of the rounds. Run with the
+project's environment installed (`pip install -e '.[test]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+STACK = "connexion, flask, uvicorn, jsonschema_rs, faker, yaml, jwt, orjson"
+COMMAND = [sys.executable, "-m", "mock_server"]
+PLAIN_TEST = "def test_plain():\n    assert 1 + 1 == 2\n"
+MOCK_TEST = (
+    "def test_in_process(platform_mock):\n"
+    "    with platform_mock.client() as api:\n"
+    "        assert api.get('/api/svc/v1/jobs/application-0/runs').status_code == 404\n"
+)
+PLUGIN = ("-p", "mock_server.pytest_plugin")
+# The environment of every process: the user's, less what would change what the mock loads.
+ENVIRONMENT = {
+    key: value
+    for key, value in os.environ.items()
+    if not key.startswith(("PLATFORM_MOCK_", "PYTEST_"))
+}
+
+
+def timed(argv: list[str], cwd: Path | None = None) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        argv, cwd=cwd, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    return time.perf_counter() - started
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def first_answer(limit: float = 60.0) -> float:
+    """Seconds from `serve`'s start to its first HTTP answer (any status)."""
+    port = free_port()
+    request = (
+        b"GET /api/svc/v1/jobs/application-0/runs HTTP/1.1\r\n"
+        b"Host: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    started = time.perf_counter()
+    server = subprocess.Popen(
+        [*COMMAND, "serve", "--quiet", "--port", str(port)],
+        env=ENVIRONMENT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while time.perf_counter() - started < limit:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=limit) as connection:
+                    connection.sendall(request)
+                    if connection.recv(12).startswith(b"HTTP/1.1"):
+                        return time.perf_counter() - started
+            except OSError:
+                time.sleep(0.002)
+        raise RuntimeError(f"serve gave no answer within {limit} s")
+    finally:
+        server.terminate()
+        server.wait(timeout=limit)
+
+
+def pytest_session(directory: Path, *options: str) -> Callable[[], float]:
+    """A pytest session of `directory`'s tests, with no plugin but those `options` name (the
+    other plugins installed beside the mock are not the mock's cost)."""
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options]
+    environment = {**ENVIRONMENT, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+    def session() -> float:
+        started = time.perf_counter()
+        subprocess.run(
+            [*argv, "--rootdir", str(directory)],
+            cwd=directory,
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return time.perf_counter() - started
+
+    return session
+
+
+def figures(work: Path) -> dict[str, Callable[[], float]]:
+    plain, uses = work / "plain", work / "uses"
+    for folder, text in ((plain, PLAIN_TEST), (uses, MOCK_TEST)):
+        folder.mkdir()
+        (folder / "test_one.py").write_text(text)
+    return {
+        "interpreter": lambda: timed([sys.executable, "-c", "pass"]),
+        "stack import": lambda: timed([sys.executable, "-c", f"import {STACK}"]),
+        "--version": lambda: timed([*COMMAND, "--version"]),
+        "usage error": lambda: timed([*COMMAND, "serve", "--prot", "9000"]),
+        "serve first answer": first_answer,
+        "run -- true": lambda: timed([*COMMAND, "run", "--quiet", "--", "true"]),
+        "pytest, plain test": pytest_session(plain, *PLUGIN),
+        "pytest, in-process test": pytest_session(uses, *PLUGIN),
+        "pytest, no plugin": pytest_session(plain),
+    }
+
+
+# (figure, floor, what the ratio is): a ratio of times, or of a difference to a floor.
+RATIOS: list[tuple[str, str, str]] = [
+    ("--version", "interpreter", "ratio"),
+    ("usage error", "interpreter", "ratio"),
+    ("serve first answer", "stack import", "ratio"),
+    ("run -- true", "stack import", "ratio"),
+]
+
+
+def derived(times: dict[str, float]) -> dict[str, float]:
+    """One round's ratios: each command to its floor; the first in-process test's cost over
+    the plain session to the stack's import; the unused plugin's cost to the interpreter's
+    start."""
+    out = {f"{a} / {b}": times[a] / times[b] for a, b, _ in RATIOS}
+    first_test = times["pytest, in-process test"] - times["pytest, plain test"]
+    out["in-process test - plain test (s)"] = first_test
+    in_process, plain = times["pytest, in-process test"], times["pytest, plain test"]
+    out["in-process test / plain test"] = in_process / plain
+    out["(in-process test - plain test) / stack import"] = first_test / times["stack import"]
+    # The least such a session can cost: a plain one that also imports the stack.
+    floor = times["pytest, no plugin"] + times["stack import"] - times["interpreter"]
+    out["in-process test / (no plugin + stack import)"] = in_process / floor
+    unused = times["pytest, plain test"] - times["pytest, no plugin"]
+    out["unused plugin (s)"] = unused
+    out["unused plugin / interpreter"] = unused / times["interpreter"]
+    return out
+
+
+def measure(rounds: int) -> dict:
+    with tempfile.TemporaryDirectory() as temporary:
+        runs = figures(Path(temporary))
+        names = list(runs)
+        for name in names:  # one warm-up of each: the page cache, .pyc files
+            runs[name]()
+        per_round: list[dict[str, float]] = []
+        for number in range(rounds):
+            shift = number % len(names)
+            order = names[shift:] + names[:shift]
+            times = {name: runs[name]() for name in order}
+            per_round.append({**times, **derived(times)})
+            print(f"round {number + 1}/{rounds} done", file=sys.stderr)
+    medians = {key: statistics.median(r[key] for r in per_round) for key in per_round[0]}
+    return {"rounds": per_round, "medians": medians}
+
+
+def table(medians: dict[str, float]) -> str:
+    lines = []
+    for key, value in medians.items():
+        if "/" in key:
+            lines.append(f"{key:<48} {value:8.2f}x")
+        else:
+            lines.append(f"{key:<48} {value * 1000:8.0f} ms")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--json", help="write every round's figures here")
+    args = parser.parse_args()
+    results = measure(args.rounds)
+    print(table(results["medians"]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
