@@ -34,13 +34,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 STACK = "connexion, flask, uvicorn, jsonschema_rs, faker, yaml, jwt, orjson"
 COMMAND = [sys.executable, "-m", "mock_server"]
 PLAIN_TEST = "def test_plain():\n    assert 1 + 1 == 2\n"
+JOB = "application-0123456789abcdef"  # not in the default world: a 404
 MOCK_TEST = (
     "def test_in_process(platform_mock):\n"
     "    with platform_mock.client() as api:\n"
-    "        assert api.get('/api/svc/v1/jobs/application-0/runs').status_code == 404\n"
+    f"        assert api.get('/api/svc/v1/jobs/{JOB}/runs').status_code == 404\n"
 )
 PLUGIN = ("-p", "mock_server.pytest_plugin")
 # The environment of every process: the user's, less what would change what the mock loads.
@@ -65,16 +67,16 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def first_answer(limit: float = 60.0) -> float:
-    """Seconds from `serve`'s start to its first HTTP answer (any status)."""
+def first_answer(argv: list[str], limit: float = 60.0) -> float:
+    """Seconds from the start of the server `argv` (with `{port}` for its port) to its first
+    HTTP answer (any status) to a GET of job runs."""
     port = free_port()
     request = (
-        b"GET /api/svc/v1/jobs/application-0/runs HTTP/1.1\r\n"
-        b"Host: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
+        f"GET /api/svc/v1/jobs/{JOB}/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    ).encode()
     started = time.perf_counter()
     server = subprocess.Popen(
-        [*COMMAND, "serve", "--quiet", "--port", str(port)],
+        [part.format(port=port) for part in argv],
         env=ENVIRONMENT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -84,7 +86,7 @@ def first_answer(limit: float = 60.0) -> float:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=limit) as connection:
                     connection.sendall(request)
-                    if connection.recv(12).startswith(b"HTTP/1.1"):
+                    if connection.recv(12).startswith(b"HTTP/1."):
                         return time.perf_counter() - started
             except OSError:
                 time.sleep(0.002)
@@ -114,30 +116,37 @@ def pytest_session(directory: Path, *options: str) -> Callable[[], float]:
     return session
 
 
-def figures(work: Path) -> dict[str, Callable[[], float]]:
+def figures(work: Path, prism: Path | None) -> dict[str, Callable[[], float]]:
     plain, uses = work / "plain", work / "uses"
     for folder, text in ((plain, PLAIN_TEST), (uses, MOCK_TEST)):
         folder.mkdir()
         (folder / "test_one.py").write_text(text)
-    return {
+    serve = [*COMMAND, "serve", "--quiet", "--port", "{port}"]
+    found = {
         "interpreter": lambda: timed([sys.executable, "-c", "pass"]),
         "stack import": lambda: timed([sys.executable, "-c", f"import {STACK}"]),
         "--version": lambda: timed([*COMMAND, "--version"]),
         "usage error": lambda: timed([*COMMAND, "serve", "--prot", "9000"]),
-        "serve first answer": first_answer,
+        "serve first answer": lambda: first_answer(serve),
         "run -- true": lambda: timed([*COMMAND, "run", "--quiet", "--", "true"]),
         "pytest, plain test": pytest_session(plain, *PLUGIN),
         "pytest, in-process test": pytest_session(uses, *PLUGIN),
         "pytest, no plugin": pytest_session(plain),
     }
+    if prism is not None:  # Prism on the control plane's document, to its first answer
+        document = str(ROOT / "spec" / "control-plane.yaml")
+        found["prism first answer"] = lambda: first_answer(
+            [str(prism), "mock", "-h", "127.0.0.1", "-p", "{port}", "-v", "error", document]
+        )
+    return found
 
 
-# (figure, floor, what the ratio is): a ratio of times, or of a difference to a floor.
-RATIOS: list[tuple[str, str, str]] = [
-    ("--version", "interpreter", "ratio"),
-    ("usage error", "interpreter", "ratio"),
-    ("serve first answer", "stack import", "ratio"),
-    ("run -- true", "stack import", "ratio"),
+# Each command beside its floor.
+RATIOS: list[tuple[str, str]] = [
+    ("--version", "interpreter"),
+    ("usage error", "interpreter"),
+    ("serve first answer", "stack import"),
+    ("run -- true", "stack import"),
 ]
 
 
@@ -145,7 +154,11 @@ def derived(times: dict[str, float]) -> dict[str, float]:
     """One round's ratios: each command to its floor; the first in-process test's cost over
     the plain session to the stack's import; the unused plugin's cost to the interpreter's
     start."""
-    out = {f"{a} / {b}": times[a] / times[b] for a, b, _ in RATIOS}
+    out = {f"{a} / {b}": times[a] / times[b] for a, b in RATIOS}
+    if "prism first answer" in times:
+        out["serve first answer / prism first answer"] = (
+            times["serve first answer"] / times["prism first answer"]
+        )
     first_test = times["pytest, in-process test"] - times["pytest, plain test"]
     out["in-process test - plain test (s)"] = first_test
     in_process, plain = times["pytest, in-process test"], times["pytest, plain test"]
@@ -160,9 +173,9 @@ def derived(times: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def measure(rounds: int) -> dict:
+def measure(rounds: int, prism: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as temporary:
-        runs = figures(Path(temporary))
+        runs = figures(Path(temporary), prism)
         names = list(runs)
         for name in names:  # one warm-up of each: the page cache, .pyc files
             runs[name]()
@@ -191,8 +204,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--json", help="write every round's figures here")
+    parser.add_argument("--prism", type=Path, help="Prism's command, to time its first answer")
     args = parser.parse_args()
-    results = measure(args.rounds)
+    results = measure(args.rounds, args.prism)
     print(table(results["medians"]))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
