@@ -15,6 +15,7 @@ import yaml
 from mock_server.contract import documents as contract
 from mock_server.core import start_cache
 from mock_server.core.resources import package_file
+from tests.budget import budget
 
 # Each child process reads its own documents and reports them, so no process-wide @cache hides
 # a miss.
@@ -36,7 +37,7 @@ def read_in_child(folder: Path) -> list[dict]:
 
     env = {**os.environ, start_cache.DIRECTORY_VARIABLE: str(folder)}
     done = subprocess.run(
-        [sys.executable, "-c", READ], capture_output=True, env=env, check=True, timeout=300
+        [sys.executable, "-c", READ], capture_output=True, env=env, check=True, timeout=budget(300)
     )
     documents: list[dict] = orjson.loads(done.stdout)
     return documents

@@ -9,7 +9,6 @@ conditions) is `mock_server.handlers.catalog`'s.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from functools import cache
 from typing import Any
 
 import orjson
-import yaml
 
 from mock_server.core import start_cache
 from mock_server.core.resources import package_file
@@ -106,29 +104,10 @@ def as_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-# PyYAML's C parser where it was built with libyaml (about six times faster), else its own.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 @cache
 def _parsed(name: str) -> tuple[dict[str, Any], bytes | None]:
-    """A document as parsed, and as JSON when JSON gives back the same (a fresh copy is then
-    a JSON parse, ten times a deep copy's speed). The JSON is the start cache's, kept by the
-    text's hash, when this text was parsed before."""
-    text = (package_file("spec") / name).read_bytes()
-    kept = start_cache.key("spec", text, yaml.__version__, _LOADER.__name__) + ".json"
-    data = start_cache.read(kept)
-    if data is not None:
-        with contextlib.suppress(orjson.JSONDecodeError):
-            return orjson.loads(data), data
-    parsed: dict[str, Any] = yaml.load(text, Loader=_LOADER)  # a safe loader, C or not
-    try:
-        data = orjson.dumps(parsed)
-    except TypeError:  # a key JSON cannot hold
-        return parsed, None
-    if orjson.loads(data) != parsed:  # a value JSON gives back otherwise (a YAML date)
-        return parsed, None
-    start_cache.write(kept, data)
+    """A document as parsed, and as JSON when JSON holds it (`core.start_cache`)."""
+    parsed, data = start_cache.yaml_document(package_file("spec") / name)
     return parsed, data
 
 
