@@ -20,6 +20,7 @@ import pytest
 from mock_server import cli
 from mock_server.cli import options
 from mock_server.services.auth import KEY_VARIABLE
+from tests.budget import budget
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 # Environments without the variables of the options: a test sets those it means.
@@ -32,7 +33,7 @@ def command(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         [sys.executable, "-m", "mock_server", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=budget(120),
         env=CLEAN if env is None else env,
         stdin=subprocess.DEVNULL,
     )
@@ -209,7 +210,11 @@ def test_version_help_and_usage_errors_import_nothing_of_the_mock(args: list[str
     script = IMPORTED.format(heavy=set(HEAVY), layers=LAYERS)
     env = {**CLEAN, "PLATFORM_MOCK_QUIET": "maybe"}
     done = subprocess.run(
-        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=budget(60),
     )
     assert done.stderr.splitlines()[-1] == "[]", done.stderr
 
@@ -405,7 +410,7 @@ def test_serve_takes_its_options_from_the_environment(tmp_path: Path):
             assert line, banner
             banner += line
         process.terminate()
-        assert process.wait(timeout=60) == 0
+        assert process.wait(timeout=budget(60)) == 0
     finally:
         process.kill()
         process.wait()
