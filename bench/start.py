@@ -14,10 +14,13 @@ to its first HTTP answer:
   import (its floor); a plain test with the plugin loaded against the same without it (what
   the plugin costs a session that never asks for it).
 
-Every round runs each process once, the order rotated from one round to the next, so that a
-busy spell of the machine falls on each in turn; a ratio is the median of the per-round ratios
-(each taken between runs seconds apart), a time the median of the rounds. Run with the
-project's environment installed (`pip install -e '.[test]'`).
+Each figure is read as wall time and as CPU time (user + system, of the process and those it
+waited for; for a server, its own until its first answer): on a machine shared with other
+work the CPU ratios move far less than the wall ones. Every round runs each process once,
+the order rotated from one round to the next, so that a busy spell of the machine falls on
+each in turn; a ratio is the median of the per-round ratios (each taken between runs seconds
+apart), a time the median of the rounds. Run with the project's environment installed
+(`pip install -e '.[test]'`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -53,12 +57,32 @@ ENVIRONMENT = {
 }
 
 
-def timed(argv: list[str], cwd: Path | None = None) -> float:
-    started = time.perf_counter()
+Timing = tuple[float, float]  # wall seconds, CPU seconds (user + system)
+
+
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> Timing:
+    """Wall and CPU seconds of a process run to its end (its CPU with that of every process it
+    waited for)."""
+    cpu, started = children_cpu(), time.perf_counter()
     subprocess.run(
-        argv, cwd=cwd, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        argv,
+        cwd=cwd,
+        env=ENVIRONMENT if env is None else env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    return time.perf_counter() - started
+    return time.perf_counter() - started, children_cpu() - cpu
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds a running process has used so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -67,9 +91,9 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def first_answer(argv: list[str], limit: float = 60.0) -> float:
+def first_answer(argv: list[str], limit: float = 60.0) -> Timing:
     """Seconds from the start of the server `argv` (with `{port}` for its port) to its first
-    HTTP answer (any status) to a GET of job runs."""
+    HTTP answer (any status) to a GET of job runs, and the CPU the server used until then."""
     port = free_port()
     request = (
         f"GET /api/svc/v1/jobs/{JOB}/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
@@ -87,7 +111,7 @@ def first_answer(argv: list[str], limit: float = 60.0) -> float:
                 with socket.create_connection(("127.0.0.1", port), timeout=limit) as connection:
                     connection.sendall(request)
                     if connection.recv(12).startswith(b"HTTP/1."):
-                        return time.perf_counter() - started
+                        return time.perf_counter() - started, process_cpu(server.pid)
             except OSError:
                 time.sleep(0.002)
         raise RuntimeError(f"serve gave no answer within {limit} s")
@@ -96,27 +120,16 @@ def first_answer(argv: list[str], limit: float = 60.0) -> float:
         server.wait(timeout=limit)
 
 
-def pytest_session(directory: Path, *options: str) -> Callable[[], float]:
+def pytest_session(directory: Path, *options: str) -> Callable[[], Timing]:
     """A pytest session of `directory`'s tests, with no plugin but those `options` name (the
     other plugins installed beside the mock are not the mock's cost)."""
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options]
     environment = {**ENVIRONMENT, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
-    def session() -> float:
-        started = time.perf_counter()
-        subprocess.run(
-            [*argv, "--rootdir", str(directory)],
-            cwd=directory,
-            env=environment,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        return time.perf_counter() - started
-
-    return session
+    return lambda: timed([*argv, "--rootdir", str(directory)], directory, environment)
 
 
-def figures(work: Path, prism: Path | None) -> dict[str, Callable[[], float]]:
+def figures(work: Path, prism: Path | None) -> dict[str, Callable[[], Timing]]:
     plain, uses = work / "plain", work / "uses"
     for folder, text in ((plain, PLAIN_TEST), (uses, MOCK_TEST)):
         folder.mkdir()
@@ -183,8 +196,16 @@ def measure(rounds: int, prism: Path | None = None) -> dict:
         for number in range(rounds):
             shift = number % len(names)
             order = names[shift:] + names[:shift]
-            times = {name: runs[name]() for name in order}
-            per_round.append({**times, **derived(times)})
+            timings = {name: runs[name]() for name in order}
+            times = {name: wall for name, (wall, _) in timings.items()}
+            cpus = {name: cpu for name, (_, cpu) in timings.items()}
+            per_round.append(
+                {
+                    **times,
+                    **derived(times),
+                    **{f"CPU {name}": value for name, value in {**cpus, **derived(cpus)}.items()},
+                }
+            )
             print(f"round {number + 1}/{rounds} done", file=sys.stderr)
     medians = {key: statistics.median(r[key] for r in per_round) for key in per_round[0]}
     return {"rounds": per_round, "medians": medians}
