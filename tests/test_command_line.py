@@ -204,6 +204,9 @@ IMPORTED = (
         pytest.param(["serve", "--prot", "9000"], id="unknown-option"),
         pytest.param(["serv"], id="unknown-command"),
         pytest.param(["run", "--", "true", "--quiet=maybe"], id="run-bad-variable"),
+        pytest.param(["token", "--help"], id="token-help"),
+        # Asks the servers recorded in this session's runtime directory, or says there is none.
+        pytest.param(["token"], id="token-of-a-running-server"),
     ],
 )
 def test_version_help_and_usage_errors_import_nothing_of_the_mock(args: list[str]):
