@@ -21,7 +21,13 @@ from mock_server.contract import documents as contract
 from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
 from mock_server.handlers import catalog
 from mock_server.http.server import BackgroundServer
-from mock_server.services.journal import Entry, Journal
+from mock_server.services.journal import (
+    ENTRY_OVERHEAD,
+    HEADER_BUDGET,
+    Entry,
+    Journal,
+    within_budget,
+)
 from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, assert_error
 from tests.test_catalog import send_example
@@ -190,7 +196,7 @@ def test_authorization_header_is_never_stored(server, mock, token, authorized):
 
     entry = mock.journal.last
 
-    assert "authorization" not in {k.lower() for k in entry.headers}
+    assert entry.headers["authorization"] == "<hidden>"
     assert bearer not in json.dumps(entry.to_dict())
     assert token.split(".")[2] not in json.dumps(entry.to_dict())
 
@@ -612,6 +618,59 @@ def test_admin_delete_journal_clears_it(admin, mock, three_deletes):
     assert response.json() == {}
     assert len(mock.journal) == 0
     assert admin.get("/journal").json()["data"] == []
+
+
+# -- every request header, bounded, credentials hidden -----------------------------------------
+
+
+def test_a_clients_own_headers_are_journaled(admin, api, mock, store):
+    sent = {"X-Request-Id": "req-42", "Accept": "application/json", "X-Team-Trace": "blue,7"}
+    assert api.get(_runs(_job_id(store)), headers=sent).status_code == 200
+
+    (entry,) = admin.get("/journal").json()["data"]
+
+    assert {k: entry["headers"][k.lower()] for k in sent} == sent
+    assert entry["headersDropped"] == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        pytest.param("Authorization", "Basic dXNlcjpwYXNzd29yZA==", id="authorization"),
+        pytest.param("Cookie", "session=s3cr3t-cookie-value", id="cookie"),
+        pytest.param("X-Api-Key", "key-0123456789abcdef", id="x-api-key"),
+    ],
+)
+def test_a_credential_header_is_journaled_hidden(server, admin, token, name, value):
+    headers = {"Authorization": f"Bearer {token}", name: value}
+    httpx.get(server.url + CONTROL_PLANE + TOKENS, headers=headers)
+
+    entry = admin.get("/journal").json()["data"][-1]
+
+    assert entry["headers"][name.lower()] == "<hidden>"
+    assert value not in json.dumps(entry)
+
+
+def test_a_huge_header_set_is_kept_within_the_entrys_header_budget(api, mock):
+    # 90 headers of 600 bytes: 54 KiB, within what a request may send (64 KiB).
+    sent = {f"X-Big-{index:02d}": "v" * 600 for index in range(90)}
+    api.get("/no-such-path", headers=sent)
+
+    entry = mock.journal.last
+    kept = sum(len(name) + len(value) for name, value in entry.headers.items())
+
+    assert kept <= HEADER_BUDGET
+    assert entry.headers_dropped > 0
+    assert entry.headers["x-big-00"] == "v" * 600  # the first ones whole
+    assert len(entry.headers) + entry.headers_dropped == len(api.headers) + len(sent) + 1  # host
+    assert entry.size < ENTRY_OVERHEAD + 3 * HEADER_BUDGET
+
+
+def test_a_header_past_the_budget_is_cut_saying_so():
+    kept, dropped = within_budget({"a": "x" * 10, "b": "y" * 10, "c": "z"}, 15)
+
+    assert kept == {"a": "x" * 10, "b": "yy…"}
+    assert dropped == 1
 
 
 # -- concurrency -------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ but itself."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -185,13 +187,13 @@ def test_an_opened_request_hides_a_token_sent_in_its_body(admin, api, token):
     assert token not in opened and token[-20:] not in opened
 
 
-def test_an_opened_request_shows_no_authorization(admin, api, token):
+def test_an_opened_request_shows_its_authorization_hidden(admin, api, token):
     api.get("/session")
     (line,) = _page(admin)["data"]
 
     opened = _opened(admin, line["seq"])
 
-    assert "authorization" not in {name for name, _ in opened["request"]["headers"]}
+    assert dict(opened["request"]["headers"])["authorization"] == "<hidden>"
     assert token.split(".")[2] not in json.dumps(opened)
 
 
@@ -494,3 +496,74 @@ def test_a_body_past_what_the_journal_keeps_is_shown_cut_saying_so(admin, api):
     shown = _opened(admin, line["seq"])["request"]["body"]
 
     assert shown.endswith(f"… (the first {64 * 1024} of {len(sent)} bytes)")
+
+
+# -- acting from the view: curl, the docs, clearing the journal, latency ---------------------
+
+
+def test_an_opened_request_has_a_curl_line_that_sends_it_again(server, admin, api, mock, token):
+    sent = api.get(RUNS, params={"limit": 2}, headers={"X-Request-Id": "req-7 'quoted'"})
+    (line,) = _page(admin)["data"]
+
+    command = _opened(admin, line["seq"])["curl"]
+    ran = subprocess.run(
+        ["bash", "-c", command],
+        env={"PATH": os.environ["PATH"], "PLATFORM_MOCK_URL": server.url, "TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert token not in command and "Bearer $TOKEN" in command
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == sent.json()
+    again = mock.journal.last
+    assert (again.path, again.query, again.headers["x-request-id"]) == (
+        CONTROL_PLANE + RUNS,
+        {"limit": ["2"]},
+        "req-7 'quoted'",
+    )
+
+
+def test_an_opened_request_links_its_operation_in_the_docs(admin, api, gateway):
+    api.get(RUNS)
+    gateway.get("/models")
+    lines = _page(admin)["data"]
+
+    links = [_opened(admin, line["seq"])["docs"] for line in lines]
+
+    assert links == ["/gateway/docs/#/models/listModels", "/docs/#/jobs/listJobRuns"]
+
+
+def test_clearing_the_journal_keeps_the_world_and_starts_its_report_over(admin, api, store):
+    group = store.secrets.group_named("llm-keys").resource.id
+    assert api.delete(f"/secret-groups/{group}").status_code == 200
+    api.get(RUNS)
+    counted = admin.get("/report").json()["operations"]["listJobRuns"]["calls"]
+
+    assert admin.delete("/journal").status_code == 200
+    api.get("/session")
+
+    report = admin.get("/journal/report").json()
+    assert report["summary"]["requests"] == 1
+    assert report["operations"]["getSession"]["calls"] == 1
+    assert report["operations"]["listJobRuns"]["calls"] == 0
+    assert admin.get("/report").json()["operations"]["listJobRuns"]["calls"] == counted
+    assert store.identity.find_resource("secret-group", "llm-keys") is None
+
+
+def test_the_journal_report_has_each_operations_latency(admin, api, mock):
+    for limit in (1, 2, 3):
+        api.get(RUNS, params={"limit": limit})
+    durations = sorted(entry.duration_ms for entry in mock.journal)
+
+    latency = admin.get("/journal/report").json()["latency"]
+
+    assert latency == {
+        "listJobRuns": {
+            "count": 3,
+            "p50Ms": durations[1],
+            "p90Ms": durations[2],
+            "maxMs": durations[2],
+        }
+    }

@@ -123,6 +123,19 @@ def clear_journal() -> dict[str, Any]:
     return {}
 
 
+@operation("adminGetJournalReport")
+def get_journal_report() -> dict[str, Any]:
+    """The contract report of the requests since the journal was last cleared (what the live
+    view's coverage shows), and each operation's latency over the requests it holds."""
+    journal = mock().journal
+    return {
+        **mock().journal_report.to_dict(),
+        "latency": journal.latency(),
+        "held": len(journal),
+        "dropped": journal.dropped,
+    }
+
+
 @operation("adminListRequests")
 def list_requests(
     operation_id: str | None = None,

@@ -40,7 +40,8 @@ class Mock(Protocol):
     auth: Authenticator
     journal: Journal
     faults: Faults
-    report: ContractReport
+    report: ContractReport  # of every request since the start
+    journal_report: ContractReport  # of the requests since the journal was last cleared
     live: Hub
     worlds: WorldHost | None
     gateway_prefix: str

@@ -25,9 +25,8 @@ from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
 from mock_server.http.request_log import UNAUTHENTICATED, caller_of, log_entry
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
-from mock_server.services.journal import BODY_LIMIT, Entry, Journal
+from mock_server.services.journal import BODY_LIMIT, Entry, Journal, request_headers
 
-KEPT_HEADERS = ("content-type", "content-length", "prefer", "user-agent", "x-platform-metadata")
 FAULT_HEADER = b"x-platform-mock-fault"
 # Returned to the server instead of None: uvicorn then closes the connection unanswered.
 DROP = "drop-connection"
@@ -81,7 +80,7 @@ async def journaled(
             path=scope["path"],
             query=query_by_key(scope),
             path_params=dict(mine.path_params),
-            headers={k: headers[k] for k in KEPT_HEADERS if k in headers},
+            headers=request_headers(scope["headers"]),
             raw_body=bytes(body),
             operation_id=operation_id(scope),
             status=None if mine.drop else status,

@@ -75,6 +75,11 @@ class PlatformMock:
         self.report = ContractReport(contract.operations())
         self.report.journal_stats = self.journal.stats
         self.journal.observers.append(self.report.add)
+        # The same report of the requests since the journal was last cleared: what the live
+        # view's coverage shows beside the journal (`GET /__admin/journal/report`).
+        self._new_journal_report()
+        self.journal.observers.append(lambda entry: self.journal_report.add(entry))
+        self.journal.cleared.append(self._new_journal_report)
         self.live = Hub(shown.row)  # what the live view (`/__admin/ui`) is told, as it happens
         self.live.watch(self.journal, self.faults)
         self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
@@ -103,6 +108,12 @@ class PlatformMock:
                 everywhere=self.config.host_check == "all",
             )
         )
+
+    def _new_journal_report(self) -> None:
+        self.journal_report: ContractReport
+        report = ContractReport(contract.operations())
+        report.journal_stats = self.journal.stats
+        self.journal_report = report
 
     def reset(self, seed: int | None = None, extra: Iterable[fixtures.Fixture] = ()) -> None:
         """Back to the initial world (with another seed, or extra fixture documents, if

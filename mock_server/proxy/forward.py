@@ -12,9 +12,10 @@ recorded. A request the contract does not cover is forwarded and listed, not jud
 target that does not answer in time, or at all, is answered 504 (code 50401) or 502 (code
 50201) in the platform's error body, counted as such and never as drift.
 
-Credentials are forwarded and forgotten: the journal keeps none of a request's headers but
-a few harmless ones (`mock_server.http.middleware.KEPT_HEADERS`), every body and message it
-keeps is masked (`mock_server.core.masking`, the caller's own credential included), and the
+Credentials are forwarded and forgotten: the journal keeps a request's headers as the mock
+keeps them (`mock_server.services.journal.request_headers`, bounded in bytes), and every
+header, body and message it keeps is masked (`mock_server.core.masking`, the caller's own
+credential included), and the
 recorder is given the token's claims (who the caller is, of which tenant), read without
 checking the signature as the platform's own clients read them, and the credential only to
 hide it.
@@ -61,7 +62,6 @@ from mock_server.core import errors, masking
 from mock_server.core.choices import PROXY_TIMEOUT_SECONDS
 from mock_server.core.masking import masked, masked_text
 from mock_server.core.media import is_json, media_type
-from mock_server.http.middleware import KEPT_HEADERS
 from mock_server.http.server import Threaded
 from mock_server.http.validators import ParameterValidator, RepeatedKeysURIParser
 from mock_server.proxy.recording import Recorder, TokenClaims
@@ -74,7 +74,7 @@ from mock_server.reports.drift import (
     ProxiedExchange,
     check,
 )
-from mock_server.services.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal
+from mock_server.services.journal import BODY_LIMIT, DEFAULT_BUDGET, Journal, request_headers
 
 MAX_REQUEST_BODY = 8 * 1024 * 1024  # bytes of a request body the proxy forwards
 MAX_CHECKED_BODY = 16 * 1024 * 1024  # bytes of an answer checked; past it, streamed unchecked
@@ -486,7 +486,7 @@ class Proxy:
             path=scope["path"],
             query=query,
             path_params=path_params,
-            headers={k: headers[k] for k in KEPT_HEADERS if k in headers},
+            headers=request_headers(scope["headers"]),
             raw_body=_kept(_parsed(headers.get("content-type", ""), raw), raw),
             operation_id=operation.operation_id if operation else None,
             status=None,

@@ -21,8 +21,9 @@ rule (`mock_server.core.masking`) is applied here, and no output can show a cred
   bytes for a test in the same process.
 
 Memory is bounded in bytes, not entries: an entry keeps the request body as the bytes that
-came (up to 64 KiB), and the response's headers and body alike, read as JSON only when
-asked, and the journal drops its oldest entries once their sizes add up past its budget,
+came (up to 64 KiB), every request header (`request_headers`) up to HEADER_BUDGET bytes,
+and the response's headers and body alike, read as JSON only when asked, and the journal
+drops its oldest entries once their sizes (headers counted) add up past its budget,
 counting what it dropped.
 
 For the live view, `page` reads the journal newest first a page at a time, and `find` an
@@ -33,9 +34,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -54,6 +56,13 @@ BODY_LIMIT = 64 * 1024  # bytes of a request body kept in the journal
 DEFAULT_BUDGET = JOURNAL_BUDGET_MIB * 1024 * 1024  # bytes of entries kept; the oldest go first
 SCAN_BUDGET = 4 * 1024 * 1024  # bytes of entries one page of the journal looks at, at most
 ENTRY_OVERHEAD = 1024  # bytes an entry costs besides its variable parts (objects, dicts)
+# Bytes of names and values of a request's headers an entry keeps. A client's whole header
+# set (an SDK's, a browser's, with a tracing header or two) is well under 2 KiB and is kept
+# whole; a request may send up to 64 KiB of headers (`MAX_HEADER_BYTES`), which kept whole
+# would let one flood of big heads cost the journal 64 times what its requests say. Past
+# the budget, a value is cut (saying so) and the headers after it are counted, not kept.
+HEADER_BUDGET = 8 * 1024
+CUT = "…"  # ends a header's value cut at the budget
 
 
 @dataclass
@@ -65,7 +74,7 @@ class Entry:
     path: str
     query: dict[str, list[str]]
     path_params: dict[str, str]
-    headers: dict[str, str]
+    headers: dict[str, str]  # every one (`request_headers`), up to HEADER_BUDGET bytes
     raw_body: bytes  # as it came, cut at BODY_LIMIT
     operation_id: str | None
     status: int | None  # None when nothing was answered: see `dropped`
@@ -85,6 +94,7 @@ class Entry:
     raw_response: bytes = b""  # the response body as sent, cut at BODY_LIMIT
     response_bytes: int = 0  # the size of the whole response body
     order: int = 0  # its place in the journal: entries are recorded in this order
+    headers_dropped: int = 0  # request headers past HEADER_BUDGET, counted, not kept
     # The caller's own credentials (`masking.credentials_of`), hidden wherever they appear
     # in the entry when it is recorded, and forgotten then.
     credentials: tuple[str, ...] = field(default=(), repr=False, compare=False)
@@ -113,6 +123,8 @@ class Entry:
             self.path_params = masking.masked(self.path_params, "", credentials)
         if holds(*(text for pair in self.headers.items() for text in pair)):
             self.headers = masking.headers(self.headers, credentials)
+        # Cut once masked: a credential cut in half would no longer be known by its shape.
+        self.headers, self.headers_dropped = within_budget(self.headers, HEADER_BUDGET)
         if self.message is not None and holds(self.message):
             self.message = masking.masked_text(self.message, credentials)
         if holds(*(f"{key} {value}" for detail in self.details for key, value in detail.items())):
@@ -222,6 +234,7 @@ class Entry:
             "query": self.query,
             "pathParams": self.path_params,
             "headers": self.headers,
+            "headersDropped": self.headers_dropped,
             "body": self.body,
             "operationId": self.operation_id,
             "status": self.status,
@@ -259,6 +272,7 @@ class Journal:
         # Whether the requests now starting break the contract on purpose (a negative test).
         self.expecting = False
         self.observers: list[Callable[[Entry], None]] = []
+        self.cleared: list[Callable[[], None]] = []  # told when the journal is cleared
 
     def begin_test(self, name: str, *, expecting: bool = False) -> None:
         """The requests that start from now on are sent by this test; with `expecting`, it
@@ -311,6 +325,17 @@ class Journal:
             self._by_seq.clear()
             self._bytes = 0
             self.dropped = 0
+        for observer in self.cleared:
+            observer()
+
+    def latency(self) -> dict[str, dict[str, float | int]]:
+        """The time each operation took to answer, over the entries held: count, p50, p90
+        and max in milliseconds (nearest rank); requests no operation took are left out."""
+        durations: dict[str, list[float]] = {}
+        for entry in self:
+            if entry.operation_id is not None and entry.status is not None:
+                durations.setdefault(entry.operation_id, []).append(entry.duration_ms)
+        return {op: _distribution(sorted(found)) for op, found in sorted(durations.items())}
 
     def find(self, seq: int) -> Entry | None:
         """The entry of the request numbered `seq`, if the journal still holds it."""
@@ -431,6 +456,38 @@ class Journal:
         if not ranked:
             return "No request was recorded."
         return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
+
+
+def _distribution(ordered: list[float]) -> dict[str, float | int]:
+    def rank(share: float) -> float:
+        return ordered[max(math.ceil(len(ordered) * share) - 1, 0)]
+
+    return {"count": len(ordered), "p50Ms": rank(0.5), "p90Ms": rank(0.9), "maxMs": ordered[-1]}
+
+
+def request_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """A request's headers as the journal keeps them: every one, by its lower-case name, the
+    values of a repeated one joined by `, ` (RFC 9110, 5.3), as the client sent them."""
+    found: dict[str, str] = {}
+    for name, value in raw:
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        found[key] = f"{found[key]}, {text}" if key in found else text
+    return found
+
+
+def within_budget(headers: dict[str, str], budget: int) -> tuple[dict[str, str], int]:
+    """Headers kept in order until their names and values add up to `budget` characters:
+    the value that passes it cut (ending in CUT), the headers after it not kept; and how
+    many were not kept."""
+    kept: dict[str, str] = {}
+    left = budget
+    for index, (name, value) in enumerate(headers.items()):
+        if left <= len(name):
+            return kept, len(headers) - index
+        left -= len(name)
+        kept[name] = value if len(value) <= left else value[: max(left - len(CUT), 0)] + CUT
+        left -= len(kept[name])
+    return kept, 0
 
 
 def hidden_in(raw: bytes) -> tuple[str, ...]:

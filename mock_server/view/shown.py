@@ -12,10 +12,13 @@ records from `mock_server.view.browse`, which hides them before it lists one (bo
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
+from mock_server.contract import documents as contract
 from mock_server.contract.documents import Operation
 from mock_server.core import escape
+from mock_server.core.curl import curl_command
 from mock_server.reports import explain
 from mock_server.reports.report import rules_broken
 from mock_server.services.journal import BODY_LIMIT, Entry, read_body
@@ -76,14 +79,38 @@ def _headers(found: dict[str, str]) -> list[list[str]]:
     return [[escape.text(k), escape.text(v)] for k, v in found.items()]
 
 
+DOCS_PATH = "/docs/"  # where each document's Swagger UI is served, under its base path
+
+
+@cache
+def _tag(document: str, path: str, method: str) -> str:
+    found = contract.spec(document)["paths"][path][method.lower()].get("tags") or ["default"]
+    return str(found[0])
+
+
+def docs_link(operation: Operation, gateway_prefix: str) -> str:
+    """Where the docs page shows an operation, opened: Swagger UI's deep link
+    (`#/{tag}/{operationId}`, a space of the tag as `%20`, as Swagger UI writes it)."""
+    base = gateway_prefix if operation.document == contract.GATEWAY_SPEC else ""
+    tag = "%20".join(_tag(operation.document, operation.path, operation.method).split())
+    return f"{base}{DOCS_PATH}#/{tag}/{operation.operation_id}"
+
+
 def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) -> dict[str, Any]:
-    """A request opened: what was sent and answered, and every rule it broke, explained."""
+    """A request opened: what was sent and answered, every rule it broke, explained, where
+    the docs show its operation, and the `curl` line that sends it again (escaped as every
+    text of a client: a copied line holds no control character)."""
+    operation = operations.get(entry.operation_id or "")
+    command = curl_command(entry.method, entry.path, entry.query, entry.headers, entry.shown_body)
     return {
         **row(entry),
+        "docs": docs_link(operation, gateway_prefix) if operation else None,
+        "curl": escape.text(command),
         "pathParams": {escape.text(k): escape.text(v) for k, v in entry.path_params.items()},
         "message": _text(entry.message),
         "request": {
             "headers": _headers(entry.headers),
+            "headersDropped": entry.headers_dropped,
             "body": body(entry.shown_body, _sent_size(entry)),
         },
         "response": {

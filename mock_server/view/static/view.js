@@ -12,6 +12,8 @@ const TOKEN_KEY = "platform-mock.admin-token";
 const PAGE = 100; // requests fetched at once
 const MAX_ROWS = 500; // requests kept on the page; older ones are a click away
 const RECORDS = 50;
+const HEADER_BUTTONS = ["clear-journal", "reset", "download", "forget"];
+const PERMALINK = /^#request-([0-9]+)$/; // a request's own address: #request-SEQ
 
 const state = {
   token: sessionStorage.getItem(TOKEN_KEY) || "",
@@ -26,6 +28,7 @@ const state = {
   total: 0,
   following: null, // the AbortController of the event stream
   journal: null, // what the journal holds, as the last page said
+  sort: { key: "order", descending: true }, // the requests' order: newest first
   timers: {},
 };
 
@@ -95,7 +98,7 @@ function failed(error) {
 
 function ask(message) {
   $("main").hidden = true;
-  for (const id of ["reset", "download", "forget"]) $(id).hidden = true;
+  for (const id of HEADER_BUTTONS) $(id).hidden = true;
   $("gate").hidden = false;
   $("gate-error").textContent = message || "";
   $("token").value = "";
@@ -113,9 +116,10 @@ async function open(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
   $("gate").hidden = true;
   $("main").hidden = false;
-  for (const id of ["reset", "download", "forget"]) $(id).hidden = false;
+  for (const id of HEADER_BUTTONS) $(id).hidden = false;
   await refreshAll();
   follow();
+  openLinked();
 }
 
 // -- the event stream ---------------------------------------------------------------------
@@ -276,8 +280,12 @@ function arrived(row) {
     state.next = state.rows[MAX_ROWS - 1].order;
   }
   const body = $("requests").tBodies[0];
-  body.prepend(requestRow(row, true));
-  while (body.rows.length > MAX_ROWS) body.deleteRow(-1);
+  if (sortedByArrival()) {
+    body.prepend(requestRow(row, true));
+    while (body.rows.length > MAX_ROWS) body.deleteRow(-1);
+  } else {
+    renderRequests();
+  }
   $("requests-empty").hidden = true;
   $("older").hidden = state.next === null;
   if (state.journal) journalLine({ ...state.journal, held: state.journal.held + 1 });
@@ -322,9 +330,42 @@ function requestRow(row, fresh) {
   return tr;
 }
 
+function sortedByArrival() {
+  return state.sort.key === "order" && state.sort.descending;
+}
+
+// The value a column sorts by: numbers as numbers (a dropped request's status last), texts
+// as the page shows them.
+function sortValue(row, key) {
+  const value = row[key];
+  if (value === null || value === undefined) return key === "status" ? Infinity : "";
+  return typeof value === "boolean" ? Number(value) : value;
+}
+
+function sortedRows() {
+  const { key, descending } = state.sort;
+  const sign = descending ? -1 : 1;
+  return [...state.rows].sort((a, b) => {
+    const [x, y] = [sortValue(a, key), sortValue(b, key)];
+    const order = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+    return sign * (order || a.order - b.order);
+  });
+}
+
+function sortBy(key) {
+  const same = state.sort.key === key;
+  // A first click sorts up, but time and ms, which a person reads newest and slowest first.
+  state.sort = { key, descending: same ? !state.sort.descending : key === "order" || key === "durationMs" };
+  renderRequests();
+}
+
 function renderRequests() {
+  for (const th of document.querySelectorAll("#requests th[data-sort]")) {
+    const sorted = th.dataset.sort === state.sort.key;
+    th.setAttribute("aria-sort", sorted ? (state.sort.descending ? "descending" : "ascending") : "none");
+  }
   const body = clear($("requests").tBodies[0]);
-  for (const row of state.rows) body.append(requestRow(row, false));
+  for (const row of sortedRows()) body.append(requestRow(row, false));
   $("requests-empty").hidden = state.rows.length > 0 || filtered();
   $("older").hidden = state.next === null;
   // A search looks at a bounded part of the journal per page: say there is more to look at.
@@ -333,6 +374,7 @@ function renderRequests() {
 
 async function openRequest(seq) {
   state.selected = seq;
+  if (location.hash !== `#request-${seq}`) history.replaceState(null, "", `#request-${seq}`);
   for (const tr of $("requests").tBodies[0].rows) tr.classList.toggle("selected", tr.dataset.seq === String(seq));
   const panel = $("detail");
   let opened;
@@ -348,6 +390,28 @@ async function openRequest(seq) {
   renderDetail(panel, opened);
 }
 
+// The request a permalink names (#request-SEQ), opened once the page has its token.
+function openLinked() {
+  const linked = PERMALINK.exec(location.hash);
+  if (linked && Number(linked[1]) !== state.selected) openRequest(Number(linked[1]));
+}
+
+function closeRequest() {
+  $("detail").hidden = true;
+  state.selected = null;
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+async function copyCurl(button, line) {
+  try {
+    await navigator.clipboard.writeText(line);
+    button.textContent = "Copied";
+  } catch (error) {
+    button.textContent = "Copy refused: select the line below";
+  }
+  later("copied", 2000, () => { button.textContent = "Copy as curl"; });
+}
+
 function headersTable(pairs) {
   if (!pairs.length) return el("p", { class: "muted", text: "none kept" });
   return el("table", { class: "kv" }, el("tbody", {}, ...pairs.map(([name, value]) => el("tr", {}, el("td", { text: name }), el("td", { class: "mono", text: value })))));
@@ -358,8 +422,15 @@ function renderDetail(panel, opened) {
   const status = opened.status === null ? (opened.dropped ? "dropped" : "unanswered") : String(opened.status);
   const target = opened.query ? `${opened.path}?${opened.query}` : opened.path;
   panel.append(
-    el("button", { class: "close", type: "button", text: "Close", on: { click: () => { panel.hidden = true; state.selected = null; } } }),
+    el("button", { class: "close", type: "button", text: "Close", on: { click: closeRequest } }),
     el("h3", { text: `#${opened.seq} ${opened.method} ${target}` }),
+    el(
+      "p",
+      { class: "actions" },
+      el("a", { class: "permalink", href: `#request-${opened.seq}`, title: "this request's own address: opens it on load" }, "permalink"),
+      opened.docs ? el("a", { class: "docs", href: opened.docs, target: "_blank", rel: "noopener noreferrer" }, `${opened.operationId} in the docs`) : null,
+      el("button", { class: "copy-curl", type: "button", text: "Copy as curl", on: { click: (event) => copyCurl(event.currentTarget, opened.curl) } }),
+    ),
     el(
       "table",
       { class: "kv" },
@@ -392,14 +463,17 @@ function renderDetail(panel, opened) {
     }
   }
   panel.append(
+    el("h3", { text: "As curl ($PLATFORM_MOCK_URL and $TOKEN from your shell)" }),
+    el("pre", { class: "curl", text: opened.curl }),
     el("h3", { text: "Request headers" }),
     headersTable(opened.request.headers),
+    opened.request.headersDropped ? el("p", { class: "muted", text: `and ${opened.request.headersDropped} more, not kept: an entry keeps 8 KiB of headers` }) : null,
     el("h3", { text: "Request body" }),
-    el("pre", { text: opened.request.body || "(none)" }),
+    el("pre", { class: "request-body", text: opened.request.body || "(none)" }),
     el("h3", { text: "Response headers" }),
     headersTable(opened.response.headers),
     el("h3", { text: "Response body" }),
-    el("pre", { text: opened.response.body || "(none)" }),
+    el("pre", { class: "response-body", text: opened.response.body || "(none)" }),
   );
   panel.hidden = false;
 }
@@ -407,7 +481,7 @@ function renderDetail(panel, opened) {
 // -- coverage -----------------------------------------------------------------------------
 
 async function refreshReport() {
-  state.report = await call("GET", "/report");
+  state.report = await call("GET", "/journal/report");
   fillOperations();
   renderCoverage();
 }
@@ -437,7 +511,10 @@ function renderCoverage() {
     `${summary.requests} request(s), ${summary.violations} broke the contract` +
     (summary.expectedViolations ? ` (and ${summary.expectedViolations} on purpose)` : "") +
     `; ${summary.operationsCalled} of ${summary.operationsInContract} operations called; contract coverage ${figures.percent}% (${figures.covered} of ${figures.total}: ` +
-    "the documented statuses returned, query parameters sent, enum values sent). Statuses in green were returned.";
+    "the documented statuses returned, query parameters sent, enum values sent). Statuses in green were returned. " +
+    `Coverage follows the journal: it counts the requests since the journal was last cleared (${report.held} held` +
+    (report.dropped ? `, and ${report.dropped} dropped to stay within its budget` : "") +
+    "); the downloaded report counts every request since the mock started. Latency is over the requests held.";
   const body = clear($("coverage").tBodies[0]);
   for (const [op, usage] of Object.entries(report.operations)) {
     const coverage = usage.coverage;
@@ -458,6 +535,8 @@ function renderCoverage() {
     }
     const rules = el("td", { class: "rules" });
     for (const group of usage.violationGroups) rules.append(el("div", { text: `${group.rule} ×${group.count}` }));
+    const took = report.latency[op];
+    const latency = took ? `${took.p50Ms.toFixed(1)} / ${took.p90Ms.toFixed(1)} / ${took.maxMs.toFixed(1)}` : "";
     body.append(
       el(
         "tr",
@@ -469,6 +548,7 @@ function renderCoverage() {
         statuses,
         el("td", { class: "never", text: never.join("; ") }),
         rules,
+        el("td", { class: "latency mono", text: latency, title: took ? `${took.count} request(s) held` : "" }),
       ),
     );
   }
@@ -600,13 +680,15 @@ async function removeFault(id) {
 
 function showReload(event, quiet) {
   const banner = $("reload");
+  // An old success is no news: the banner stays as it is (a fresh "reloaded" included, which
+  // the world's refresh right after it would otherwise empty).
+  if (quiet && event.reloaded && event.watching !== false) return;
   clear(banner);
   if (event.watching === false) {
     banner.className = "banner bad";
     banner.append(`The fixture watcher stopped at ${clock(event.time)}: edits are no longer loaded.`);
     banner.append(el("ul", {}, ...event.errors.map((e) => el("li", { class: "mono", text: e.message }))));
   } else if (event.reloaded) {
-    if (quiet) return; // an old success is no news
     banner.className = "banner ok";
     banner.append(`Fixtures reloaded at ${clock(event.time)} (${event.files.join(", ")}): the world is new, the journal kept.`);
     later("reload-banner", 6000, () => { banner.hidden = true; });
@@ -645,6 +727,15 @@ function wire() {
     await refreshAll();
   });
   $("download").addEventListener("click", () => download().catch(failed));
+  $("clear-journal").addEventListener("click", async () => {
+    await call("DELETE", "/journal").catch(failed);
+    await refreshAll();
+  });
+  for (const th of document.querySelectorAll("#requests th[data-sort]")) {
+    th.addEventListener("click", () => sortBy(th.dataset.sort));
+    th.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sortBy(th.dataset.sort); } });
+  }
+  window.addEventListener("hashchange", () => state.token && openLinked());
   for (const button of document.querySelectorAll(".tabs button")) button.addEventListener("click", () => showTab(button.dataset.tab));
   for (const id of ["f-operation", "f-violation"]) $(id).addEventListener("change", () => refreshRequests().catch(failed));
   for (const id of ["f-status", "f-test", "f-text"]) $(id).addEventListener("input", () => later("requests", 250, () => refreshRequests().catch(failed)));
