@@ -271,7 +271,7 @@ class Store:
         if seed is not None:
             _check_seed(seed)
         extra = list(extra)
-        with self._building, _COLLECTOR.held():
+        with self._building:
             seed = self.seed if seed is None else seed
             key = _world_key(seed, extra)
             with self.lock:
@@ -285,22 +285,25 @@ class Store:
                     self.sources = Sources.restored(sources, self.sources.faker, self.generation)
                     return
                 generation = self.generation + 1
-            # Built aside, outside the lock; a document that cannot enter changes nothing.
-            built = Store(
-                seed,
-                self.initial_documents,
-                self.signer,
-                generation=generation,
-                faker=self._spare(),
-            )
-            built._build(extra, key, initial=False)
-            with self.lock:
-                self.seed, self.generation = seed, generation
-                self._swap(built)
-                for kept_key, snapshot in built._snapshots.items():
-                    self._snapshots[kept_key] = snapshot
-                    self._snapshots.move_to_end(kept_key)
-                self._trim()
+            with _COLLECTOR.held():
+                self._rebuild(seed, generation, extra, key)
+
+    def _rebuild(
+        self, seed: int, generation: int, extra: list[Document], key: Hashable | None
+    ) -> None:
+        """The world of `seed` and `extra` built aside, outside the lock, and swapped in (the
+        caller holds `_building`); a document that cannot enter changes nothing."""
+        built = Store(
+            seed, self.initial_documents, self.signer, generation=generation, faker=self._spare()
+        )
+        built._build(extra, key, initial=False)
+        with self.lock:
+            self.seed, self.generation = seed, generation
+            self._swap(built)
+            for kept_key, snapshot in built._snapshots.items():
+                self._snapshots[kept_key] = snapshot
+                self._snapshots.move_to_end(kept_key)
+            self._trim()
 
     def _build(self, extra: list[Document], key: Hashable | None, initial: bool = True) -> None:
         """Build this store's world from its documents, in place: a store no request sees
