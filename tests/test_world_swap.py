@@ -95,7 +95,7 @@ def test_a_read_during_a_load_sees_the_old_world_whole(store: Store) -> None:
 def test_a_read_during_a_reset_with_new_documents_sees_the_old_world_whole(store: Store) -> None:
     before = users(store)
     document = Halted(FIRST, SECOND)
-    with halfway(lambda: store.reset(extra=[document]), document):  # type: ignore[list-item]
+    with halfway(lambda: store.reset(extra=[document]), document):
         assert users(store) == before
     assert users(store) == before | {"first@acme.example", "second@acme.example"}
 
@@ -115,7 +115,7 @@ def test_a_read_during_a_reseed_sees_the_old_world_whole() -> None:
 def test_a_read_during_a_replace_sees_the_old_world_whole(store: Store) -> None:
     before = users(store)
     document = Halted(FIRST, SECOND)
-    with halfway(lambda: store.replace([*default_fixtures(), document]), document):  # type: ignore[list-item]
+    with halfway(lambda: store.replace([*default_fixtures(), document]), document):
         assert users(store) == before
     assert users(store) == before | {"first@acme.example", "second@acme.example"}
 
