@@ -160,3 +160,23 @@ def test_a_load_that_fails_aside_leaves_the_world_as_it_was(store: Store) -> Non
     with pytest.raises(FixtureError, match="no-such-cluster"):
         store.load(bad)
     assert users(store) == before
+
+
+def test_a_load_by_a_holder_of_the_lock_during_a_load_is_applied_and_kept(store: Store) -> None:
+    """A handler holds the world's lock when it loads (a scripted reply): it must not wait
+    for a build that needs the lock to swap."""
+    document = Halted(FIRST, SECOND)
+    finished = threading.Event()
+
+    def load_holding_the_lock() -> None:
+        with store.lock:
+            store.load(check({"users": [{"email": "holder@acme.example"}]}, "holder"))
+        finished.set()
+
+    with halfway(lambda: store.load(document), document):
+        holder = threading.Thread(target=load_holding_the_lock, daemon=True)
+        holder.start()
+        holder.join(TIMEOUT)
+        assert finished.is_set(), "the load waited for the build while holding the lock"
+        assert "holder@acme.example" in users(store)
+    assert {"holder@acme.example", "first@acme.example", "second@acme.example"} <= users(store)

@@ -136,15 +136,17 @@ class Store:
     see `World.copy`) without reading or applying a document again, so a reset takes
     milliseconds whatever the size of the world, and the reset world is the fresh one.
 
-    A world that takes long to make (a document loaded, a re-seed, a reset with documents
-    not seen yet, the initial documents replaced) is built aside, on a store of its own and
+    A world that takes long to make (a document loaded, a re-seed, a reset with documents not
+    seen yet, the initial documents replaced) is built aside, on a store of its own and
     outside `lock`, and swapped in whole under the lock (read-copy-update): every request
     meanwhile is answered from the world as it was, and none sees a change half-applied.
-    One such build runs at a time (`_building`). A change a request makes while a re-seed or
-    a reset is built is made on the old world and goes with it (the reset comes after it);
-    one made while a document is loaded aside is kept: the swap sees it (`changes`) and the
-    document is applied again on the world as it now is, under the lock. Python's cycle
-    collector is held off meanwhile (`_Collector`).
+    One such build runs at a time (`_building`); a reset or a replace is never asked for by
+    a caller that holds the lock (the build needs it to swap), and a load asked for while
+    another build runs applies its document in place, under the lock. A change a request
+    makes while a re-seed or a reset is built is made on the old world and goes with it (the
+    reset comes after it); one made while a document is loaded aside is kept: the swap sees
+    it (`changes`) and the document is applied again on the world as it now is, under the
+    lock. Python's cycle collector is held off meanwhile (`_Collector`).
     """
 
     def __init__(
@@ -357,24 +359,38 @@ class Store:
     def load(self, document: Document) -> None:
         """Apply one more fixture document to the current world, whole or not at all: on a
         copy, aside, swapped in whole; applied again under the lock if a request changed
-        the world meanwhile (see the class)."""
-        with self._building, _COLLECTOR.held():
-            with self.lock:
-                changes = self.changes
-                aside = self.apart(self._spare())
-            document.apply_to(aside)  # a document that cannot enter changes nothing
-            with self.lock:
-                if self.changes == changes:
-                    self._swap(aside)
-                    return
-                before = (self.world.copy(), self.sources.snapshot())
-                try:
-                    document.apply_to(self)
-                except BaseException:
-                    world, sources = before
-                    self.world = world
-                    self.sources = Sources.restored(sources, self.sources.faker)
-                    raise
+        the world meanwhile (see the class). While another world is being built, it is
+        applied at once under the lock instead (that build's swap sees it): the caller may
+        hold the lock (a handler), which the build needs to finish."""
+        if not self._building.acquire(blocking=False):
+            self._load_here(document)
+            return
+        try:
+            with _COLLECTOR.held():
+                with self.lock:
+                    changes = self.changes
+                    aside = self.apart(self._spare())
+                document.apply_to(aside)  # a document that cannot enter changes nothing
+                with self.lock:
+                    if self.changes == changes:
+                        self._swap(aside)
+                        return
+                    self._load_here(document)
+        finally:
+            self._building.release()
+
+    def _load_here(self, document: Document) -> None:
+        """Apply a document to this world under the lock, whole or not at all."""
+        with self.lock:
+            before = (self.world.copy(), self.sources.snapshot())
+            try:
+                document.apply_to(self)
+            except BaseException:
+                world, sources = before
+                self.world = world
+                self.sources = Sources.restored(sources, self.sources.faker)
+                raise
+            self.changes += 1  # seen by a build aside, whether or not the document ticked
 
     def _url_secret(self) -> bytes:
         """What signed URLs are signed with: the server's key and the world's generation,
