@@ -8,6 +8,7 @@ nothing. Every change of the world, and every operation of the API, happens unde
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 import orjson
+from faker import Faker
 
 from mock_server.state.area import Area
 from mock_server.state.artifacts import Artifacts
@@ -70,6 +72,47 @@ SECTIONS = (
 MAX_SNAPSHOTS = 8  # worlds a store keeps to restore: seeds and sets of extra documents
 
 
+class _Collector:
+    """Python's cycle collector held off while worlds are built aside, process-wide.
+
+    A world of 100,000 runs is half a million objects; built with the collector on, each
+    full collection on the way walks all of them, holding the interpreter (and so the event
+    loop) for 150 to 400 ms at a time. The objects a build makes are freed by reference
+    counting when their world goes (a re-seed of a 100k-run world leaves 42 objects in
+    cycles), so the collector is off while any build runs, and a build that leaves many
+    objects behind moves them, with every object alive then, out of its reach for good
+    (`gc.freeze`): the few cycles an old world leaves are kept, not walked again."""
+
+    FREEZE_OVER = 50_000  # objects a build leaves that a young collection would walk
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._builds = 0
+        self._was_on = True
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            if self._builds == 0:
+                self._was_on = gc.isenabled()
+                gc.disable()
+            self._builds += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._builds -= 1
+                if self._builds == 0 and self._was_on:
+                    # The youngest generation's own list: its count nets out the old
+                    # world's objects freed, which were older.
+                    if len(gc.get_objects(generation=0)) > self.FREEZE_OVER:
+                        gc.freeze()
+                    gc.enable()
+
+
+_COLLECTOR = _Collector()
+
+
 def _world_key(seed: int, extra: list[Document]) -> Hashable | None:
     """What names a world built from the initial documents: its seed and the extra
     documents' content (None when that content cannot be told apart: never restored)."""
@@ -92,6 +135,18 @@ class Store:
     they build is kept as a snapshot, and `reset()` restores it (copies of its containers;
     see `World.copy`) without reading or applying a document again, so a reset takes
     milliseconds whatever the size of the world, and the reset world is the fresh one.
+
+    A world that takes long to make (a document loaded, a re-seed, a reset with documents not
+    seen yet, the initial documents replaced) is built aside, on a store of its own and
+    outside `lock`, and swapped in whole under the lock (read-copy-update): every request
+    meanwhile is answered from the world as it was, and none sees a change half-applied.
+    One such build runs at a time (`_building`); a reset or a replace is never asked for by
+    a caller that holds the lock (the build needs it to swap), and a load asked for while
+    another build runs applies its document in place, under the lock. A change a request
+    makes while a re-seed or a reset is built is made on the old world and goes with it (the
+    reset comes after it); one made while a document is loaded aside is kept: the swap sees
+    it (`changes`) and the document is applied again on the world as it now is, under the
+    lock. Python's cycle collector is held off meanwhile (`_Collector`).
     """
 
     def __init__(
@@ -101,18 +156,30 @@ class Store:
         signer: Minter,
         *,
         world: tuple[World, Sources] | None = None,
+        generation: int = 0,
+        faker: Faker | None = None,
     ):
         """`signer`: the server's, for its whole life (re-seeds included), given by the app.
         `world`: a world and its sources to hold as they are (`apart`), instead of the one
-        the documents build."""
+        the documents build. `generation` and `faker`: those of the world built, when it is
+        built aside for another store (`reset`, `replace`)."""
         _check_seed(seed)
         self.lock = threading.RLock()
+        # Held by whatever builds a world aside to swap it in (`load`, `reset`, `replace`):
+        # one at a time, and the spare Faker theirs alone meanwhile.
+        self._building = threading.Lock()
         self.seed = seed
         self.initial_documents: list[Document] = list(documents)
         self.signer = signer
         # How many worlds this store has built: personal access token ids are drawn for each
         # world apart, so that no id (and no token) of an earlier world comes back.
-        self.generation = -1
+        self.generation = generation
+        # How many changes the world has seen (`tick`): what tells a load built aside that
+        # a request changed the world meanwhile.
+        self.changes = 0
+        # A Faker no request uses, for the world being built aside; the old world's becomes
+        # the spare at each swap.
+        self._spare_faker: Faker | None = None
         # The areas, each given those it builds on: the one place they are made and listed.
         self.identity: Identity = Identity(self)
         self.secrets: Secrets = Secrets(self, self.identity)
@@ -134,17 +201,30 @@ class Store:
             self.world, self.sources = world
             return
         self.world = World()
-        self.sources = Sources(seed)
-        self.reset()
+        self.sources = Sources(seed, faker=faker, generation=generation)
+        self._build([], None)
 
-    def apart(self) -> Store:
+    def apart(self, faker: Faker | None = None) -> Store:
         """A store of its own on a copy of this world as it is now, made in milliseconds at
         any size (`World.copy`): what a long read works on (a dump of a big world) while
-        this store goes on answering, its lock free. It keeps no snapshot to reset to."""
+        this store goes on answering, its lock free; with a `faker` of its own, what a
+        document is loaded on aside. It keeps no snapshot to reset to."""
         with self.lock:
-            sources = Sources.restored(self.sources.snapshot(), self.sources.faker)
+            sources = Sources.restored(self.sources.snapshot(), faker or self.sources.faker)
             world = (self.world.copy(), sources)
-            return Store(self.seed, self.initial_documents, self.signer, world=world)
+            return Store(
+                self.seed,
+                self.initial_documents,
+                self.signer,
+                world=world,
+                generation=self.generation,
+            )
+
+    def _spare(self) -> Faker:
+        """The Faker of a world built aside (the caller holds `_building`)."""
+        if self._spare_faker is None:
+            self._spare_faker = Faker("en_US")
+        return self._spare_faker
 
     def _gather_loaders(self) -> dict[str, Callable[[Any], None]]:
         """Every section's loader, from the area that owns it; a section owned twice, or
@@ -186,48 +266,67 @@ class Store:
         documents applied after the initial ones. Documents loaded since are dropped. A world
         built once is kept as a snapshot and restored afterwards (copies of its containers;
         see `World.copy`) without reading or applying a document again, so that a reset
-        takes milliseconds whatever the size of the world. Each reset makes a new world,
-        which draws its personal access token ids from a stream of its own. The signing key
-        stays the store's whatever the seed."""
+        takes milliseconds whatever the size of the world; one not built yet is built aside
+        and swapped in whole (see the class). Each reset makes a new world, which draws its
+        personal access token ids from a stream of its own. The signing key stays the
+        store's whatever the seed."""
         if seed is not None:
             _check_seed(seed)
         extra = list(extra)
+        with self._building:
+            seed = self.seed if seed is None else seed
+            key = _world_key(seed, extra)
+            with self.lock:
+                kept = self._snapshots.get(key) if key is not None else None
+                if kept is not None:
+                    self._snapshots.move_to_end(key)
+                    self.seed = seed  # the signing key stays: it is the server's, not the seed's
+                    self.generation += 1
+                    world, sources = kept
+                    self.world = world.thaw()
+                    self.sources = Sources.restored(sources, self.sources.faker, self.generation)
+                    return
+                generation = self.generation + 1
+            with _COLLECTOR.held():
+                self._rebuild(seed, generation, extra, key)
+
+    def _rebuild(
+        self, seed: int, generation: int, extra: list[Document], key: Hashable | None
+    ) -> None:
+        """The world of `seed` and `extra` built aside, outside the lock, and swapped in (the
+        caller holds `_building`); a document that cannot enter changes nothing."""
+        built = Store(
+            seed, self.initial_documents, self.signer, generation=generation, faker=self._spare()
+        )
+        built._build(extra, key, initial=False)
         with self.lock:
-            key = _world_key(self.seed if seed is None else seed, extra)
-            kept = self._snapshots.get(key) if key is not None else None
-            if kept is None:
-                self._rebuild(seed, extra, key)
-                return
-            self._snapshots.move_to_end(key)
-            if seed is not None and seed != self.seed:
-                self._reseed(seed)
-            self.generation += 1
-            world, sources = kept
-            self.world = world.thaw()
-            self.sources = Sources.restored(sources, self.sources.faker, self.generation)
+            self.seed, self.generation = seed, generation
+            self._swap(built)
+            for kept_key, snapshot in built._snapshots.items():
+                self._snapshots[kept_key] = snapshot
+                self._snapshots.move_to_end(kept_key)
+            self._trim()
 
-    def _reseed(self, seed: int) -> None:
-        self.seed = seed  # the signing key stays: it is the server's, not the seed's
-
-    def _rebuild(self, seed: int | None, extra: list[Document], key: Hashable | None) -> None:
-        before = (self.seed, self.world, self.sources)
-        if seed is not None:
-            self._reseed(seed)
-        self.generation += 1
-        self.sources = Sources(self.seed, faker=self.sources.faker, generation=self.generation)
-        self.world = World()
-        try:
+    def _build(self, extra: list[Document], key: Hashable | None, initial: bool = True) -> None:
+        """Build this store's world from its documents, in place: a store no request sees
+        yet (being made, or built aside). `initial`: the initial documents are to be applied
+        (else they have been, by the constructor)."""
+        if initial:
             for document in self.initial_documents:
                 document.apply_to(self)
             self.jobs.build_indexes()
             self._keep(_world_key(self.seed, []))
-            for document in extra:
-                document.apply_to(self)
-            if extra:
-                self._keep(key)
-        except BaseException:  # an extra document that cannot enter: the world as it was
-            self.seed, self.world, self.sources = before
-            raise
+        for document in extra:
+            document.apply_to(self)
+        if extra:
+            self._keep(key)
+
+    def _swap(self, built: Store) -> None:
+        """The world built aside in place of this one (the caller holds both locks); this
+        world's Faker becomes the spare."""
+        self._spare_faker = self.sources.faker
+        self.world = built.world
+        self.sources = built.sources
 
     def _keep(self, key: Hashable | None) -> None:
         """Keep the world as it is now, to be restored by the reset that names it."""
@@ -235,6 +334,9 @@ class Store:
             return
         self._snapshots[key] = (FrozenWorld(self.world), self.sources.snapshot())
         self._snapshots.move_to_end(key)
+        self._trim()
+
+    def _trim(self) -> None:
         while len(self._snapshots) > MAX_SNAPSHOTS:
             self._snapshots.popitem(last=False)
 
@@ -243,18 +345,42 @@ class Store:
         edited: `serve --watch`), whole or not at all. It is built apart, while the running
         world goes on answering, then put in place at once; the seed and the signing key stay,
         and the new world draws its token ids from a stream of its own, as after a reset."""
-        built = Store(self.seed, documents, self.signer)
-        with self.lock:
-            self.generation += 1
-            self.initial_documents = built.initial_documents
-            self._snapshots = built._snapshots
-            self.world = built.world
-            self.sources = Sources.restored(
-                built.sources.snapshot(), built.sources.faker, self.generation
+        with self._building, _COLLECTOR.held():
+            generation = self.generation + 1
+            built = Store(
+                self.seed, documents, self.signer, generation=generation, faker=self._spare()
             )
+            with self.lock:
+                self.generation = generation
+                self.initial_documents = built.initial_documents
+                self._snapshots = built._snapshots
+                self._swap(built)
 
     def load(self, document: Document) -> None:
-        """Apply one more fixture document to the current world, whole or not at all."""
+        """Apply one more fixture document to the current world, whole or not at all: on a
+        copy, aside, swapped in whole; applied again under the lock if a request changed
+        the world meanwhile (see the class). While another world is being built, it is
+        applied at once under the lock instead (that build's swap sees it): the caller may
+        hold the lock (a handler), which the build needs to finish."""
+        if not self._building.acquire(blocking=False):
+            self._load_here(document)
+            return
+        try:
+            with _COLLECTOR.held():
+                with self.lock:
+                    changes = self.changes
+                    aside = self.apart(self._spare())
+                document.apply_to(aside)  # a document that cannot enter changes nothing
+                with self.lock:
+                    if self.changes == changes:
+                        self._swap(aside)
+                        return
+                    self._load_here(document)
+        finally:
+            self._building.release()
+
+    def _load_here(self, document: Document) -> None:
+        """Apply a document to this world under the lock, whole or not at all."""
         with self.lock:
             before = (self.world.copy(), self.sources.snapshot())
             try:
@@ -264,6 +390,7 @@ class Store:
                 self.world = world
                 self.sources = Sources.restored(sources, self.sources.faker)
                 raise
+            self.changes += 1  # seen by a build aside, whether or not the document ticked
 
     def _url_secret(self) -> bytes:
         """What signed URLs are signed with: the server's key and the world's generation,
@@ -284,4 +411,5 @@ class Store:
 
     def tick(self) -> None:
         """Move the clock on: called once per state change."""
+        self.changes += 1
         self.sources.clock.advance(1)
