@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -372,7 +373,7 @@ class Reviewed:
 
 
 # The requests a client sent, each breaking one rule (named as the report names it).
-BROKEN = {
+BROKEN: dict[str, tuple[str, str, dict[str, str], Any]] = {
     "query sortBy": ("GET", "/jobs/app-trainer/runs", {"sortBy": "startTme"}, None),
     "query page_size": ("GET", "/personal-access-tokens/ci", {"page_size": "5"}, None),
     "query limt": ("POST", "/secrets/deployments", {"limt": "3"}, {"secretIds": []}),
@@ -396,6 +397,10 @@ def reviewed() -> Iterator[Reviewed]:
             for method, path, query, body in BROKEN.values():
                 client.request(method, path, params=query, json=body)
             httpx.get(served.url + CONTROL_PLANE + "/personal-access-tokens/ci")  # no token
+            httpx.get(  # a token that is no JWT
+                served.url + CONTROL_PLANE + "/personal-access-tokens/ci",
+                headers={"Authorization": "Bearer not-a-jwt"},
+            )
         report = judged(mock.report.to_dict(), fail_on_violation=True)
         yield Reviewed(
             mock, served.url, token, report_files.text(report), report_files.markdown(report)
@@ -425,7 +430,7 @@ def curl_lines(reviewed: Reviewed) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("rule", [*BROKEN, "40101: No bearer token"], ids=str)
+@pytest.mark.parametrize("rule", [*BROKEN, "40101: No bearer token", "40102: Bearer"], ids=str)
 def test_each_rules_curl_line_run_by_bash_breaks_the_same_rule_again(reviewed: Reviewed, rule):
     (curl,) = [line for name, line in curl_lines(reviewed).items() if name.startswith(rule)]
     env = {**os.environ, "PLATFORM_MOCK_URL": reviewed.url, "TOKEN": reviewed.token}

@@ -1,12 +1,14 @@
-"""The contract report's files: its four formats, where `--report` puts each, and GitHub's.
+"""The contract report's files: its four formats, where `--report` puts each, and each CI's.
 
 A report (`ContractReport.to_dict()`) renders as JSON (every figure), text (the summary a
 terminal shows), JUnit XML (what CI test views read: a test case per operation and
-documented status, a failing one per request that broke the contract) and Markdown (a job
-summary). `targets` reads `--report` values: `FORMAT=PATH`, a file whose suffix names its
-format, or a directory that receives all four; no two formats may share a file. Under
-GitHub Actions the Markdown is appended to the job summary and each violation becomes an
-`::error` annotation.
+documented status, a failing one per rule broken, each failure and skip with text) and
+Markdown (a job summary). The text and Markdown put the rules broken first, each with what
+a reviewer fixes it from (`broken`: the problem, the value sent, the nearest choice, a
+`curl` line). `targets` reads `--report` values: `FORMAT=PATH`, a file whose suffix names
+its format, or a directory that receives all four; no two formats may share a file. Under
+GitHub Actions, Azure Pipelines or GitLab CI, `ci` gives the Markdown and the failures to
+the system as it reads them (`to_ci`).
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ MAX_BODY = 1024  # bytes of a body written into the line; past it, the line says
 HEADERS = ("content-type", "prefer", "x-platform-metadata")
 # What a path segment may hold as it is (RFC 3986 `pchar`); the rest is percent-encoded.
 _PATH_SAFE = "/:@!$&'()*+,;="
-# A token that is no JWT, for a request the mock refused for that.
-NOT_A_JWT = "not-a-jwt"
+# For a request refused for a token that was no JWT: one, the credential as every output
+# shows it, hidden (no sink's masking changes it).
+NOT_A_JWT = "'Authorization: Bearer <hidden>'"
 
 
 def curl(entry: Entry) -> str:
@@ -42,7 +43,7 @@ def curl(entry: Entry) -> str:
         target += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in pairs)
     words.append(f'"$PLATFORM_MOCK_URL"{shlex.quote(target)}')
     if entry.code == errors.MalformedToken.code:
-        words += ["-H", shlex.quote(f"Authorization: Bearer {NOT_A_JWT}")]
+        words += ["-H", NOT_A_JWT]
     elif entry.code != errors.MissingToken.code:
         words += ["-H", '"Authorization: Bearer $TOKEN"']
     for name in HEADERS:
