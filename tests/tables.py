@@ -1,18 +1,19 @@
-"""The tables of the README and the spec that list operations or errors, written from their
-one source: the contract (`contract.operations()`) and the error classes
+"""The tables of the docs pages and the spec that list operations or errors, written from
+their one source: the contract (`contract.operations()`) and the error classes
 (`mock_server.core.errors`).
 
 `python -m tests.tables` writes them in place; `tests/test_contract_documents.py` fails while
 a document differs from what this writes, so no row is kept by hand:
 
-- README, "The operations": one row per operation of the contract. The rows keep their
-  numbers (the README refers to operations by them); a new operation gets the next one, and
-  the row of an operation the contract no longer has goes.
-- README, "Reliability": the number of operations the fuzzing covers, the workflows of
+- `docs/operations.md`: one row per operation of the contract. The rows keep their numbers
+  (the pages refer to operations by them); a new operation gets the next one, and the row
+  of an operation the contract no longer has goes.
+- `docs/reliability.md`: the number of operations the fuzzing covers, the workflows of
   linked calls it runs (the spec's links, `contract.workflows()`), and the number of cases
   of the bad-input suite (which pages every paginated operation).
-- README, "Errors", and `spec/control-plane.yaml` (`info.description`): one row per error
+- `docs/errors.md`, and `spec/control-plane.yaml` (`info.description`): one row per error
   class, `condition | status | code`.
+- `docs/curl.md`: a curl of each operation, in the operations page's order (`tests/curls.py`).
 """
 
 from __future__ import annotations
@@ -20,15 +21,18 @@ from __future__ import annotations
 import re
 import sys
 from math import prod
-from pathlib import Path
 from types import ModuleType
 
 from mock_server.contract import documents as contract
 from mock_server.core import errors
 from mock_server.handlers import catalog
+from tests import curls
+from tests.pages import DOCS, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+OPERATIONS_PAGE = DOCS / "operations.md"
+ERRORS_PAGE = DOCS / "errors.md"
+RELIABILITY_PAGE = DOCS / "reliability.md"
+CURL_PAGE = DOCS / "curl.md"
 SPEC = ROOT / "spec" / contract.CONTROL_PLANE_SPEC
 
 OPERATION_ROW = re.compile(r"^\| (\d+) \| `(\w+) ([^`]+)` \| `(\w+)` \|$", re.MULTILINE)
@@ -45,11 +49,11 @@ def _shown_path(operation: contract.Operation) -> str:
     return ("{gateway}" if gateway else "") + operation.path
 
 
-def operations_table(readme: str) -> str:
-    """The README's table of operations: the rows it has, in their order, for the operations
+def operations_table(page: str) -> str:
+    """The page's table of operations: the rows it has, in their order, for the operations
     the contract still has; then a row for each operation it lacks, in the contract's order."""
     operations = contract.operations()
-    listed = [op for *_, op in OPERATION_ROW.findall(readme) if op in operations]
+    listed = [op for *_, op in OPERATION_ROW.findall(page) if op in operations]
     order = [*listed, *(op for op in operations if op not in listed)]
     rows = [
         f"| {number} | `{operations[op].method} {_shown_path(operations[op])}` | `{op}` |"
@@ -95,12 +99,20 @@ def cases(module: ModuleType) -> int:
     return total
 
 
-def readme(text: str) -> str:
-    """The README with its generated tables, counts and lists as they should be."""
+def operations_page(text: str) -> str:
+    """`docs/operations.md` with its table of operations as it should be."""
+    return _replace_table(text, OPERATIONS_HEAD, operations_table(text))
+
+
+def errors_page(text: str) -> str:
+    """`docs/errors.md` with its table of error conditions as it should be."""
+    return _replace_table(text, ERRORS_HEAD, errors_table())
+
+
+def reliability_page(text: str) -> str:
+    """`docs/reliability.md` with its counts and list of workflows as they should be."""
     from tests import test_bad_inputs  # the suite itself: imported only when counted
 
-    text = _replace_table(text, OPERATIONS_HEAD, operations_table(text))
-    text = _replace_table(text, ERRORS_HEAD, errors_table())
     text = _once(COUNTED, f"all {len(contract.operations())} operations", text)
     named = ", ".join(f"`{workflow}`" for workflow in contract.workflows())
     text = _once(WORKFLOWS, f"the spec's workflows: {named})", text)
@@ -120,8 +132,24 @@ def spec(text: str) -> str:
     return _replace_table(text, ERRORS_HEAD, errors_table(indent="    "), indent="    ")
 
 
+def curl_page(text: str) -> str:
+    """`docs/curl.md` with a curl of each operation, numbered as the operations page (as it
+    should be) numbers them."""
+    table = operations_table(OPERATIONS_PAGE.read_text())
+    return curls.curl_page(text, [op for *_, op in OPERATION_ROW.findall(table)])
+
+
+WRITTEN = {
+    OPERATIONS_PAGE: operations_page,
+    ERRORS_PAGE: errors_page,
+    RELIABILITY_PAGE: reliability_page,
+    CURL_PAGE: curl_page,
+    SPEC: spec,
+}
+
+
 def main() -> int:
-    for path, write in ((README, readme), (SPEC, spec)):
+    for path, write in WRITTEN.items():
         text = path.read_text()
         written = write(text)
         if written != text:

@@ -1,4 +1,4 @@
-"""The README's recipes for each CI system, read as each system reads them: the YAML parsed
+"""The docs' recipes for each CI system, read as each system reads them: the YAML parsed
 (GitHub Actions, GitLab CI, Azure Pipelines, CircleCI), the Jenkinsfile's steps read. Each
 runs `platform-mock run` with a `--report` whose JUnit file is the one handed to the
 system's test view, and publishes it when the job failed too."""
@@ -13,17 +13,16 @@ from typing import Any
 import yaml
 
 from mock_server.reports.report_files import targets
+from tests import pages
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 SYSTEMS = ("github", "gitlab", "jenkins", "azure", "circleci")
 
 
 def recipe(system: str) -> str:
-    """The fenced block after `<!-- recipe: SYSTEM -->` in the README."""
-    found = re.search(
-        rf"<!-- recipe: {system} -->\n```[a-z]*\n(.*?)```", README.read_text(), re.DOTALL
-    )
-    assert found, f"the README has no {system} recipe"
+    """The fenced block after `<!-- recipe: SYSTEM -->`, on whichever page holds it."""
+    _, text = pages.holding(f"<!-- recipe: {system} -->")
+    found = re.search(rf"<!-- recipe: {system} -->\n```[a-z]*\n(.*?)```", text, re.DOTALL)
+    assert found, f"no {system} recipe after its marker"
     return found[1]
 
 
@@ -63,7 +62,8 @@ def test_the_ci_section_has_a_recipe_per_system():
 
 
 def test_the_ci_section_states_the_default_verdict_and_the_plugins():
-    section = README.read_text().split("## Contract check in CI", 1)[1].split("\n## ", 1)[0]
+    path, _ = pages.holding("## Contract check in CI")
+    section = pages.section(path, "Contract check in CI")
     assert "The verdict is strict by default" in section
     assert "The pytest\nplugin alone, without `run`, fails nothing for the contract by default" in (
         section

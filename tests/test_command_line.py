@@ -20,8 +20,8 @@ import pytest
 from mock_server import cli
 from mock_server.cli import options
 from mock_server.services.auth import KEY_VARIABLE
+from tests import pages
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 # Environments without the variables of the options: a test sets those it means.
 CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("PLATFORM_MOCK_")}
 CLEAN["PLATFORM_MOCK_RUNTIME_DIR"] = os.environ["PLATFORM_MOCK_RUNTIME_DIR"]
@@ -266,8 +266,8 @@ def test_the_signing_keys_variable_is_one_of_them():
     assert parser.variables["signing_key"].name == KEY_VARIABLE
 
 
-def test_the_readme_documents_each_variable_in_one_table():
-    text = README.read_text()
+def test_the_docs_document_each_variable_in_one_table():
+    text = "\n".join(path.read_text() for path in pages.every_page())
     rows = re.findall(r"^\| `(PLATFORM_MOCK_[A-Z_]+)` \| `(--[a-z-]+)` \|", text, re.MULTILINE)
     documented = dict(rows)
     for name in ("serve", "run"):

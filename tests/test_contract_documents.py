@@ -17,7 +17,7 @@ from mock_server.contract import documents as contract
 from mock_server.core import errors
 from mock_server.handlers import catalog
 from mock_server.http.app import argument_name
-from tests import tables
+from tests import pages, tables
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = {
@@ -67,8 +67,8 @@ def test_control_plane_paths_carry_the_version_prefix():
 OPERATION_ROW = re.compile(r"^\| (\d+) \| `(\w+) ([^`]+)` \| `(\w+)` \|$", re.MULTILINE)
 
 
-def test_readme_operations_table_lists_every_operation_of_the_contract_once():
-    section = (ROOT / "README.md").read_text().split("## The operations", 1)[1].split("\n## ")[0]
+def test_the_operations_table_lists_every_operation_of_the_contract_once():
+    section = pages.section(tables.OPERATIONS_PAGE, "The operations")
     rows = OPERATION_ROW.findall(section)
     assert [int(number) for number, *_ in rows] == list(range(1, len(rows) + 1))
     listed = {(method, path, op) for _, method, path, op in rows}
@@ -78,9 +78,9 @@ def test_readme_operations_table_lists_every_operation_of_the_contract_once():
     }
 
 
-def test_readme_counts_the_operations_of_the_contract():
+def test_the_reliability_page_counts_the_operations_of_the_contract():
     count = len(contract.operations())
-    assert f"all {count} operations" in (ROOT / "README.md").read_text()
+    assert f"all {count} operations" in tables.RELIABILITY_PAGE.read_text()
 
 
 def test_gateway_path_has_no_version_segment():
@@ -463,8 +463,8 @@ def test_docs_lead_with_the_operations_and_fold_the_conventions(name: str):
     assert "\n<summary>" in folded and "## Errors" in folded and TABLE_ROW.search(folded)
 
 
-def test_error_table_in_the_readme_matches_the_error_classes():
-    table = TABLE_ROW.findall((ROOT / "README.md").read_text())
+def test_error_table_of_the_errors_page_matches_the_error_classes():
+    table = TABLE_ROW.findall(tables.ERRORS_PAGE.read_text())
     assert [(int(s), int(c)) for s, c in table] == [
         (cls.status, cls.code) for cls in errors.error_classes()
     ]
@@ -473,9 +473,13 @@ def test_error_table_in_the_readme_matches_the_error_classes():
 # -- the tables written from the contract and the error classes (tests/tables.py) -----------
 
 
-def test_the_readmes_tables_are_written_from_the_contract_and_the_error_classes():
-    text = (ROOT / "README.md").read_text()
-    assert text == tables.readme(text), "run `python -m tests.tables` to write them"
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(path, id=pages.name(path)) for path in tables.WRITTEN if path.suffix == ".md"],
+)
+def test_the_pages_tables_are_written_from_the_contract_and_the_error_classes(path):
+    text = path.read_text()
+    assert text == tables.WRITTEN[path](text), "run `python -m tests.tables` to write them"
 
 
 def test_the_specs_error_table_is_written_from_the_error_classes():
@@ -484,7 +488,7 @@ def test_the_specs_error_table_is_written_from_the_error_classes():
 
 
 def test_a_new_operation_gets_the_next_number_and_a_gone_one_its_row_removed():
-    text = (ROOT / "README.md").read_text()
+    text = tables.OPERATIONS_PAGE.read_text()
     rows = tables.OPERATION_ROW.findall(text)
     first, last = rows[0], rows[-1]
     without_first = text.replace(f"| {first[0]} | `{first[1]} {first[2]}` | `{first[3]}` |\n", "")
@@ -502,10 +506,10 @@ def test_a_new_operation_gets_the_next_number_and_a_gone_one_its_row_removed():
         pytest.param(tables.BAD_INPUTS, id="bad-input-count"),
     ],
 )
-def test_a_readme_that_lost_a_written_phrase_fails_rather_than_goes_unchecked(phrase):
-    text = phrase.sub("(gone)", (ROOT / "README.md").read_text())
+def test_a_page_that_lost_a_written_phrase_fails_rather_than_goes_unchecked(phrase):
+    text = phrase.sub("(gone)", tables.RELIABILITY_PAGE.read_text())
     with pytest.raises(AssertionError, match="matches 0 places"):
-        tables.readme(text)
+        tables.reliability_page(text)
 
 
 def test_the_bad_input_count_is_the_number_of_cases_pytest_collects():

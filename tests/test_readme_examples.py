@@ -1,9 +1,10 @@
-"""The README's examples run as tests, as a reader runs them: in an environment made by the
-quickstart's install line and the README's examples line, verbatim (with `.venv` in a
-temporary directory), each block marked `<!-- example: python -->` (a script against the
-session's server, with `TOKEN` and `ADMIN_TOKEN`) or `<!-- example: pytest -->` (a test
-file in a fresh pytest session, through the plugin). An example that needs a package the
-README does not install fails."""
+"""The examples of the README and of the docs pages (`docs/*.md`) run as tests, as a reader
+runs them: in an environment made by the quickstart's install line and the examples' install
+line, verbatim (with `.venv` in a temporary directory), each block marked
+`<!-- example: python -->` (a script against the session's server, with `TOKEN` and
+`ADMIN_TOKEN`), `<!-- example: pytest -->` (a test file in a fresh pytest session, through
+the plugin) or `<!-- example: run -->` (a `platform-mock run` line, in a folder of its own).
+An example that needs a package those lines do not install fails."""
 
 from __future__ import annotations
 
@@ -14,37 +15,39 @@ from pathlib import Path
 import pytest
 
 from mock_server.fixtures import loader as fixtures
+from tests import pages
 from tests.conftest import new_store
 
 pytest_plugins = ["pytester"]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = pages.README
 EXAMPLE = re.compile(r"<!-- example: (python|pytest) -->\n```python\n(.*?)```", re.DOTALL)
 DOCUMENTED_URL = "http://127.0.0.1:8080"
 
 
 def examples(kind: str) -> list:
-    text = README.read_text()
-    found = [
-        pytest.param(match.group(2), id=f"README-line-{text.count(chr(10), 0, match.start()) + 2}")
-        for match in EXAMPLE.finditer(text)
-        if match.group(1) == kind
-    ]
-    assert found, f"the README has no {kind} example"
+    """The examples of a kind on every page, each with an id of its page's name and line
+    (`fixtures-line-12`): a file name of the inner pytest session too."""
+    found = []
+    for path in pages.every_page():
+        text = path.read_text()
+        found += [
+            pytest.param(
+                match.group(2), id=f"{path.stem}-line-{text.count(chr(10), 0, match.start()) + 2}"
+            )
+            for match in EXAMPLE.finditer(text)
+            if match.group(1) == kind
+        ]
+    assert found, f"no page has a {kind} example"
     return found
-
-
-def readme_section(title: str) -> str:
-    return README.read_text().split(f"## {title}", 1)[1].split("\n## ", 1)[0]
 
 
 def install_lines() -> list[str]:
     """The README's lines that make the examples' environment: the quickstart's install
     (its start command left out), then the examples' own install line."""
     (start,) = [c for c in quickstart_commands() if c.endswith("platform-mock serve")]
-    (examples_line,) = re.findall(
-        r"<!-- install: examples -->\n```sh\n(.*?)\n```", README.read_text(), re.DOTALL
-    )
+    _, text = pages.holding("<!-- install: examples -->")
+    (examples_line,) = re.findall(r"<!-- install: examples -->\n```sh\n(.*?)\n```", text, re.DOTALL)
     return [start.removesuffix(" && .venv/bin/platform-mock serve"), examples_line]
 
 
@@ -103,8 +106,41 @@ def test_pytest_example_passes(code, reader_python, pytester, request):
     assert {outcome for outcome, _ in outcomes} == {"PASSED"}, result.stdout.str()[-3000:]
 
 
+RUN_EXAMPLE = re.compile(r"<!-- example: run -->\n```sh\n(.*?)\n```", re.DOTALL)
+
+
+def run_examples() -> list:
+    """The `platform-mock run` examples of every page: one command line each."""
+    found = [
+        pytest.param(line, id=f"{path.stem}-run-{n}")
+        for path in pages.every_page()
+        for n, line in enumerate(RUN_EXAMPLE.findall(path.read_text()), start=1)
+    ]
+    assert found, "no page has a run example"
+    return found
+
+
+@pytest.mark.parametrize("line", run_examples())
+def test_run_example_passes_its_contract_check(line, reader_python, tmp_path):
+    """As a reader runs it (its reports written in a folder of its own), with its own server
+    on a free port."""
+    assert "\n" not in line and line.startswith(".venv/bin/platform-mock run ")
+    venv = reader_python.parent.parent
+    done = subprocess.run(
+        line.replace(".venv", str(venv)),
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    verdict = done.stderr.splitlines()[-1]
+    assert verdict.startswith("platform-mock: contract check PASSED: the command passed"), verdict
+
+
 def quickstart_commands() -> list[str]:
-    return re.findall(r"```sh\n(.*?)\n```", readme_section("Quickstart"), re.DOTALL)
+    return re.findall(r"```sh\n(.*?)\n```", pages.section(README, "Quickstart"), re.DOTALL)
 
 
 def test_quickstart_is_two_commands():
@@ -118,8 +154,8 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 
 def test_fixture_example_loads_on_the_default_world():
-    section = readme_section("Fixtures")
+    section = pages.section(pages.DOCS / "fixtures.md", "Fixtures")
     (example,) = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
-    store = new_store(0, [*fixtures.default_fixtures(), fixtures.parse(example, "README.md")])
+    store = new_store(0, [*fixtures.default_fixtures(), fixtures.parse(example, "fixtures.md")])
     nightly = store.deployments.application_named("nightly")
     assert len(store.world.job_runs[nightly.id]) == 501

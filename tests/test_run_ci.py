@@ -1,7 +1,7 @@
-"""The README's CI recipe, `platform-mock run ... -- COMMAND`, around test suites as users write
-them: a pytest suite (alone and under pytest-xdist), a Node suite and a shell script, each with
-one test that breaks the contract. Each run is one real process tree, shared by the tests of
-one of its outcomes."""
+"""The docs' CI recipe (`docs/ci.md`), `platform-mock run ... -- COMMAND`, around test suites
+as users write them: a pytest suite (alone and under pytest-xdist), a Node suite and a shell
+script, each with one test that breaks the contract. Each run is one real process tree, shared
+by the tests of one of its outcomes."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import pages
 from tests.test_ci_recipes import recipe as ci_recipe
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 RUN_TIMEOUT = 180
 
 PYTEST_SUITE = """
@@ -59,7 +59,7 @@ def test_world_is_this_workers_own_{n}(platform_mock):
         assert api.delete(f"/secret-groups/{{group}}").status_code == 200
         assert api.delete(f"/secret-groups/{{group}}").status_code == 404
 """
-# Node test files, each the README's recipe then its own tests: one keeps the contract, the
+# Node test files, each the docs' recipe then its own tests: one keeps the contract, the
 # other breaks it, both in flight at once (each waits until the other's request arrived).
 NODE_TESTS = {
     "keeps.test.mjs": """
@@ -90,9 +90,10 @@ const together = async (t) => {
 
 
 def node_recipe() -> str:
-    """The README's Node recipe: the hooks at the top of each test file."""
-    found = re.search(r"<!-- recipe: node -->\n```js\n(.*?)```", README.read_text(), re.DOTALL)
-    assert found, "the README has no Node recipe"
+    """The docs' Node recipe: the hooks at the top of each test file."""
+    _, text = pages.holding("<!-- recipe: node -->")
+    found = re.search(r"<!-- recipe: node -->\n```js\n(.*?)```", text, re.DOTALL)
+    assert found, "the Node recipe is not a js block"
     return found[1]
 
 
@@ -104,7 +105,7 @@ curl -s -o /dev/null -H "Authorization: Bearer $PLATFORM_MOCK_TOKEN" \\
 
 
 def recipe() -> list[str]:
-    """The `platform-mock run` line of the README's GitHub Actions recipe, less its command."""
+    """The `platform-mock run` line of the docs' GitHub Actions recipe, less its command."""
     lines = [line.strip() for line in ci_recipe("github").splitlines()]
     (line,) = [line for line in lines if line.startswith("- run: platform-mock run ")]
     words = shlex.split(line.removeprefix("- run: "))
@@ -143,7 +144,7 @@ def github_actions(path: Path) -> dict[str, str]:
 
 
 def run_ci(path: Path, *command: str, ci=github_actions) -> Ran:
-    """The README's recipe around `command`, in `path`, as the CI system whose variables
+    """The docs' recipe around `command`, in `path`, as the CI system whose variables
     `ci(path)` gives runs it (GitHub Actions by default). Its output is read as it was
     written, carriage returns kept (GitLab's section markers hold them)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLES)}

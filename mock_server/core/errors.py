@@ -7,7 +7,7 @@ Every error the mock returns, whatever raised it (the state layer, auth, request
 routing), is rendered by `error_body` into the platform error body
 `{"statusCode", "message", "code", "details"}`; on the gateway, the same body also carries
 OpenAI's error object (`gateway_body`), which OpenAI's clients read. The table of conditions in
-`spec/control-plane.yaml` (`info.description`) and in the README is written from these
+`spec/control-plane.yaml` (`info.description`) and in `docs/errors.md` is written from these
 classes (`python -m tests.tables`), and a test fails while either differs.
 """
 
@@ -22,7 +22,7 @@ class PlatformError(Exception):
     status: ClassVar[int] = 500
     code: ClassVar[int] = 50001
     default_message: ClassVar[str] = "Internal error"
-    # The row of the error tables (the spec's and the README's, written from these classes by
+    # The row of the error tables (the spec's and `docs/errors.md`'s, written from these classes by
     # `python -m tests.tables`): when the condition holds.
     condition: ClassVar[str] = ""
     # Whether the condition means the request itself broke the contract (wrong shape, unknown
