@@ -1,7 +1,7 @@
 """The benchmark: the mock beside its floors, Prism and bare ASGI in rotating rounds; every target.
 
     python bench/run.py [--duration 10] [--rounds 3] [--warmup 1] [--out bench/results]
-                        [--no-prism] [--skip resets|tokens|scale|stall ...]
+                        [--no-prism] [--skip start|resets|tokens|scale|stall ...]
     python bench/run.py --from-json bench/results/results.json  (the report again, no run)
 
 Every server is started at once and left running: the mock, Prism 5 in static mode
@@ -22,6 +22,10 @@ Each round also runs, in rotated order, what a pytest plugin user pays per test
 in-process client, over loopback TCP to the same mock served in a thread (the plugin's `url`),
 and the five calls to Prism on a new client (Prism has no reset). After the rounds, each
 unless `--skip` names it:
+- start: the start figures beside their floors, with the servers stopped (bench/start.py):
+  `--version`, a usage error, `serve`'s first answer (and Prism's), `run -- true`, a pytest
+  session's first in-process test and the plugin unused, against the interpreter's start and
+  the required stack's import, in rotating rounds (at least 5);
 - resets: the `platform_mock` fixture's reset per test, in a pytest session, on the default
   world and on 100,000 runs (bench/plugin_reset.py);
 - tokens: a PAT-authenticated GET of job runs at 200,000 tokens against 10, each world in a
@@ -81,7 +85,7 @@ REFERENCES = {
 THROUGHPUT = {"connections": 16, "threads": 2}
 SINGLE = {"connections": 1, "threads": 1}
 IN_PROCESS, TCP = "in process", "tcp"  # the per-test kinds, with PRISM_NAME
-HEAVY = ("resets", "tokens", "scale", "stall")
+HEAVY = ("start", "resets", "tokens", "scale", "stall")
 BIG_RUNS = 100_000
 MANY_TOKENS, FEW_TOKENS = 200_000, 10
 # The targets, each a bound on a figure.
@@ -90,6 +94,15 @@ IN_PROCESS_X_TCP, IN_PROCESS_X_PRISM = 0.6, 0.7  # a test in process, x over TCP
 RESET_BIG_MS, RESET_DEFAULT_MS = 10.0, 0.3  # the plugin's reset, p50
 TOKENS_X = 1.2  # a PAT request at MANY_TOKENS, x at FEW_TOKENS
 LOAD_S, LOAD_MB = 2.0, 250.0  # 100k written-out runs: load time, peak RSS
+# The start figures (bench/start.py), each a ratio to its floor measured in the same rounds.
+START_TARGETS = (
+    ("--version / interpreter", 4.0),
+    ("usage error / interpreter", 4.0),
+    ("serve first answer / stack import", 1.5),
+    ("run -- true / stack import", 2.0),
+    ("in-process test / (no plugin + stack import)", 1.2),
+    ("unused plugin / interpreter", 1.0),
+)
 STALL_MS = 100.0  # no probe beside an admin operation on 100k runs slower than this
 
 
@@ -457,14 +470,16 @@ def heavy(name: str, measure: Callable[[], dict]) -> dict:
         return {"not_measured": f"{type(exc).__name__}: {exc}"[:500]}
 
 
-def measures(skip: set[str], rounds: int, duration: float) -> dict:
+def measures(skip: set[str], rounds: int, duration: float, prism: Path | None) -> dict:
     import flat
     import plugin_reset
     import scale
     import stall
+    import start
 
     found: dict[str, dict] = {}
     runs: dict[str, Callable[[], dict]] = {
+        "start": lambda: start.measure(max(rounds, 5), prism)["medians"],
         "resets": lambda: plugin_reset.measure(200, BIG_RUNS),
         "tokens": lambda: flat.token_cost(
             MANY_TOKENS, FEW_TOKENS, rounds=max(rounds, 5), seconds=min(duration, 3)
@@ -580,6 +595,11 @@ def targets(results: dict) -> list[dict]:
     add(f"a test in process <= {IN_PROCESS_X_PRISM}x Prism's 5 calls",
         per_test.get("in_process_x_prism"), IN_PROCESS_X_PRISM, "{:.3f}x", "no Prism")  # fmt: skip
     heavy = results["heavy"]
+    started = heavy.get("start", {"not_measured": "an older run"})
+    for figure, bound in START_TARGETS:
+        add(f"start: {figure} <= {bound:g}x", started.get(figure), bound, "{:.2f}x")
+    ahead = started.get("serve first answer / prism first answer")
+    add("start: serve's first answer ahead of Prism's", ahead, 1.0, "{:.2f}x", "no Prism")
     resets = heavy["resets"]
     add(f"plugin reset, {BIG_RUNS // 1000}k runs, p50 <= {RESET_BIG_MS:g} ms",
         resets.get("big", {}).get("p50_ms"), RESET_BIG_MS, "{:.2f} ms")  # fmt: skip
@@ -673,8 +693,13 @@ def report(results: dict, names: list[str], out: Path) -> None:
             f"{tokens['operation']} with a PAT, CPU us per request: {tokens['few_us']:.0f} at "
             f"{tokens['few']:,} tokens, {tokens['many_us']:.0f} at {tokens['many']:,}"
         )
+    if "not_measured" not in heavy.get("start", {"not_measured": ""}):
+        import start
+
+        lines += ["", "the start, beside its floors (bench/start.py), medians of rotating rounds"]
+        lines += start.table(heavy["start"]).splitlines()
     for name in HEAVY:
-        figures = heavy[name]
+        figures = heavy.get(name, {"not_measured": "an older run"})
         if "not_measured" in figures:
             lines.append(f"{name}: not measured ({figures['not_measured']})")
     if "not_measured" not in heavy["stall"]:
@@ -850,7 +875,7 @@ def main() -> None:
             tests.stop()
         for server in servers.values():
             server.stop()
-    results["heavy"] = measures(set(args.skip), args.rounds, args.duration)
+    results["heavy"] = measures(set(args.skip), args.rounds, args.duration, prism)
     summarise(results, cases, names)
     results["targets"] = targets(results)
     report(results, names, Path(args.out))

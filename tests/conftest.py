@@ -24,6 +24,7 @@ from mock_server.http.server import BackgroundServer
 from mock_server.pytest_plugin import MockHandle, ssl_context
 from mock_server.services.auth import Signer, new_key
 from mock_server.state import Store
+from tests.budget import budget
 
 CONTROL_PLANE = "/api/svc/v1"
 
@@ -64,7 +65,7 @@ def new_store(seed: int, documents: list[Fixture]) -> Store:
 def until_closed(server: BackgroundServer, sent: bytes) -> bytes:
     """Everything a server answers on a connection that sends `sent` (byte for byte: httpx
     always sends a Host) and then waits."""
-    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+    with socket.create_connection((server.host, server.port), timeout=budget(10)) as sock:
         sock.sendall(sent)
         answer = b""
         while chunk := sock.recv(65536):
@@ -240,7 +241,7 @@ def junit_schema(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathF
             subprocess.run(
                 [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
                  ":all:", "-d", scratch, f"pytest=={pytest.__version__}"],
-                check=True, timeout=300,
+                check=True, timeout=budget(300),
             )  # fmt: skip
             (archive,) = Path(scratch).glob("pytest-*.tar.gz")
             with tarfile.open(archive) as sdist:

@@ -22,6 +22,7 @@ from mock_server.contract.validation import BODY_LIMITS, MAX_BODY_BYTES
 from mock_server.handlers import render
 from mock_server.http.mock import MockConfig
 from mock_server.http.server import BackgroundServer
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, assert_error, token_of
 
 DANA = "dana@acme.example"
@@ -506,7 +507,7 @@ def test_a_dump_over_1_mib_loads_back_into_an_equal_world(admin, store):
         httpx.Client(
             base_url=other.url + "/__admin",
             headers={"Authorization": f"Bearer {other_mock.auth.admin_token()}"},
-            timeout=60,
+            timeout=budget(60),
         ) as other_admin,
     ):
         loaded = other_admin.post(

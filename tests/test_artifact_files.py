@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from mock_server.state.storage import FILE_BYTES, WORLD_BYTES
+from tests.budget import budget
 from tests.conftest import assert_error, token_of
 
 MIB = 1024 * 1024
@@ -52,7 +53,7 @@ def urls(api: httpx.Client, version_id: str, paths: list[str], operation: str) -
 
 
 def put(url: str, content: bytes) -> httpx.Response:
-    return httpx.put(url, content=content, timeout=60)
+    return httpx.put(url, content=content, timeout=budget(60))
 
 
 def test_write_urls_point_at_the_mock_itself(api, server):
@@ -238,7 +239,7 @@ def test_a_content_length_over_the_budget_is_answered_before_the_body_is_sent(ap
         f"PUT {url.path}?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\n"
         f"Content-Length: {100 * FILE_BYTES}\r\n\r\n"
     ).encode()
-    with socket.create_connection((server.host, server.port), timeout=30) as sock:
+    with socket.create_connection((server.host, server.port), timeout=budget(30)) as sock:
         sock.sendall(head + b"only the first bytes")
         answer = sock.recv(65536)
     assert answer.startswith(b"HTTP/1.1 413 ")
@@ -261,7 +262,7 @@ def test_a_streamed_upload_past_the_budget_holds_no_more_than_the_budget(api, st
     url = urls(api, version_id, ["stream.bin"], "WRITE")["stream.bin"]
     tracemalloc.start()
     try:
-        answer = httpx.put(url, content=_chunks(4 * FILE_BYTES), timeout=120)
+        answer = httpx.put(url, content=_chunks(4 * FILE_BYTES), timeout=budget(120))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -284,7 +285,7 @@ def test_the_event_loop_answers_while_an_upload_arrives(api, server):
         arrived.set()
         yield b" then the rest"
 
-    assert httpx.put(url, content=trickle(), timeout=60).status_code == 200
+    assert httpx.put(url, content=trickle(), timeout=budget(60)).status_code == 200
     assert arrived.is_set() and answered == [200]
 
 

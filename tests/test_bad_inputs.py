@@ -40,6 +40,7 @@ from mock_server.fixtures.loader import dump
 from mock_server.handlers import catalog
 from mock_server.services.journal import Entry
 from mock_server.state import Store
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, assert_error
 
 # Contract report: each row is a request the contract refuses, sent on purpose.
@@ -121,7 +122,7 @@ def send(server, token: str, store: Store, bad: Bad) -> httpx.Response:
         return send_raw(server, bad.method, target, headers, content)
     if bad.body is None:
         headers.pop("Content-Type", None)
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=budget(30)) as client:
         return client.request(bad.method, server.url + target, headers=headers, content=content)
 
 
@@ -129,7 +130,7 @@ def send_raw(
     server, method: str, target: str, headers: dict[str, str], content: bytes | None
 ) -> httpx.Response:
     """Send the request target byte for byte (no dot-segment removal, no length limit)."""
-    connection = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=budget(30))
     try:
         connection.request(method, target, body=content, headers=headers)
         answer = connection.getresponse()
@@ -138,7 +139,7 @@ def send_raw(
         connection.close()
 
 
-def journal_of_one_request(mock, timeout: float = 1.0) -> list[Entry]:
+def journal_of_one_request(mock, timeout: float = budget(1.0)) -> list[Entry]:
     """The journal after one request. The mock records an entry just after the response has
     left (see test_concurrency), so wait, bounded, for it to appear."""
     deadline = time.monotonic() + timeout
@@ -655,7 +656,7 @@ def test_header_of_100kb_is_refused_or_the_connection_closed(server, store, toke
     before = dump(store)
     trainer = store.deployments.application_named("trainer").id
     try:
-        with httpx.Client(timeout=30) as client:
+        with httpx.Client(timeout=budget(30)) as client:
             response = client.get(
                 f"{server.url}{CONTROL_PLANE}/jobs/{trainer}/runs",
                 headers={"Authorization": f"Bearer {token}", "X-Padding": KB100},
@@ -689,7 +690,7 @@ def test_input_the_contract_accepts_token_name_with_special_characters(
     server, mock, store, token, encoded, name
 ):
     alice = store.identity.default_user()
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=budget(30)) as client:
         response = client.get(
             f"{server.url}{CONTROL_PLANE}/personal-access-tokens/{encoded}",
             headers={"Authorization": f"Bearer {token}"},
@@ -715,7 +716,7 @@ def test_input_the_contract_accepts_search_prefix_matching_nothing(
 ):
     before = dump(store)
     trainer = store.deployments.application_named("trainer").id
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=budget(30)) as client:
         response = client.get(
             f"{server.url}{CONTROL_PLANE}/jobs/{trainer}/runs?searchPrefix={prefix}",
             headers={"Authorization": f"Bearer {token}"},
@@ -741,7 +742,7 @@ def test_input_the_contract_accepts_invalid_percent_encoding_is_taken_literally(
         triggered_by=alice,
         name="%zz-nightly",
     )
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=budget(30)) as client:
         response = client.get(
             f"{server.url}{CONTROL_PLANE}/jobs/{trainer.id}/runs?searchPrefix=%zz",
             headers={"Authorization": f"Bearer {token}"},

@@ -15,6 +15,7 @@ from mock_server.contract import documents as contract
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import catalog
 from mock_server.state import Store
+from tests.budget import budget
 from tests.conftest import new_store
 
 EVERY_SPEC_OPERATION = {**contract.operations(), **contract.admin_operations()}
@@ -129,7 +130,7 @@ def send_example(server, mock, operation_id: str, **kwargs: Any) -> httpx.Respon
     }
     if request.body is not None:
         kwargs.setdefault("json", request.body)
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=budget(30)) as client:
         return client.request(
             request.method, root + request.path, params=request.query, headers=headers, **kwargs
         )

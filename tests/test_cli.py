@@ -16,6 +16,7 @@ import pytest
 
 from mock_server import PlatformMock
 from mock_server.cli import world_counts
+from tests.budget import budget
 
 SERVE_OUTPUT = re.compile(
     r"control plane: (?P<control>\S+).*gateway:\s+(?P<gateway>\S+).*"
@@ -35,7 +36,7 @@ def token_command(*args: str, env: dict[str, str] = KEYED) -> subprocess.Complet
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=budget(60),
     )
 
 
@@ -174,7 +175,7 @@ def test_printed_docs_url_serves_swagger_ui(shared):
 def test_sigterm_stops_cleanly(served):
     process, _ = served
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=15) == 0
+    assert process.wait(timeout=budget(15)) == 0
 
 
 @pytest.mark.parametrize(
@@ -203,7 +204,7 @@ def test_port_in_use_exits_with_a_clear_message():
             [sys.executable, "-m", "mock_server", "serve", "--port", str(port)],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=budget(60),
         )
     assert result.returncode == 3
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
@@ -220,7 +221,7 @@ def refused(*args: str) -> tuple[int, str]:
         [sys.executable, "-m", "mock_server", "serve", *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=budget(60),
     )
     assert result.stdout == "", result.stdout  # no banner: it never served
     assert "Traceback" not in result.stderr
@@ -353,7 +354,7 @@ def test_report_in_a_missing_directory_is_written_there_at_shutdown(tmp_path: Pa
     process, _ = start("--port", "0", "--report", str(report))
     try:
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=15) == 0
+        assert process.wait(timeout=budget(15)) == 0
     finally:
         process.kill()
         process.wait()
@@ -544,7 +545,7 @@ def test_integer_option_outside_the_integer_grammar_is_a_usage_error(args):
         [sys.executable, "-m", "mock_server", "serve", *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=budget(60),
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
@@ -569,5 +570,5 @@ def test_a_reader_gone_ends_the_command_quietly(arguments: list[str]):
     assert printing.stdout is not None and printing.stderr is not None
     printing.stdout.close()  # before the command prints: as `| head -c 0` would
     said = printing.stderr.read()
-    assert printing.wait(timeout=60) in (0, 128 + signal.SIGPIPE)
+    assert printing.wait(timeout=budget(60)) in (0, 128 + signal.SIGPIPE)
     assert said == b""

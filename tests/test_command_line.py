@@ -21,6 +21,7 @@ from mock_server import cli
 from mock_server.cli import options
 from mock_server.services.auth import KEY_VARIABLE
 from tests import pages
+from tests.budget import budget
 
 # Environments without the variables of the options: a test sets those it means.
 CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("PLATFORM_MOCK_")}
@@ -32,7 +33,7 @@ def command(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         [sys.executable, "-m", "mock_server", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=budget(120),
         env=CLEAN if env is None else env,
         stdin=subprocess.DEVNULL,
     )
@@ -203,13 +204,20 @@ IMPORTED = (
         pytest.param(["serve", "--prot", "9000"], id="unknown-option"),
         pytest.param(["serv"], id="unknown-command"),
         pytest.param(["run", "--", "true", "--quiet=maybe"], id="run-bad-variable"),
+        pytest.param(["token", "--help"], id="token-help"),
+        # Asks the servers recorded in this session's runtime directory, or says there is none.
+        pytest.param(["token"], id="token-of-a-running-server"),
     ],
 )
 def test_version_help_and_usage_errors_import_nothing_of_the_mock(args: list[str]):
     script = IMPORTED.format(heavy=set(HEAVY), layers=LAYERS)
     env = {**CLEAN, "PLATFORM_MOCK_QUIET": "maybe"}
     done = subprocess.run(
-        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=budget(60),
     )
     assert done.stderr.splitlines()[-1] == "[]", done.stderr
 
@@ -405,7 +413,7 @@ def test_serve_takes_its_options_from_the_environment(tmp_path: Path):
             assert line, banner
             banner += line
         process.terminate()
-        assert process.wait(timeout=60) == 0
+        assert process.wait(timeout=budget(60)) == 0
     finally:
         process.kill()
         process.wait()

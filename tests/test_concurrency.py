@@ -20,6 +20,7 @@ import pytest
 
 from mock_server.contract import documents as contract
 from mock_server.handlers import catalog
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, assert_error
 
 WORKERS = 50
@@ -50,7 +51,7 @@ def in_parallel(server, token: str, calls: list[Callable[[httpx.Client], httpx.R
         return list(pool.map(run, calls, timeout=TIMEOUT))
 
 
-def settled_journal(mock, count: int, timeout: float = 2.0) -> list:
+def settled_journal(mock, count: int, timeout: float = budget(2.0)) -> list:
     """The journal once it holds `count` entries (or the timeout has passed): an entry is
     recorded just after its response leaves (see the last test of this file)."""
     deadline = time.monotonic() + timeout

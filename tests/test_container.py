@@ -25,6 +25,7 @@ import yaml
 
 from mock_server import cli
 from mock_server.cli import options
+from tests.budget import budget
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -190,22 +191,24 @@ def test_the_images_command_serves_as_configured_and_passes_its_health_check(tmp
         (check,) = final("HEALTHCHECK")
         probe_command = exec_form(check.split(" CMD ", 1)[1])
         assert probe_command[0] == "python"
-        healthy = subprocess.run([sys.executable, *probe_command[1:]], env=env, timeout=60)
+        healthy = subprocess.run([sys.executable, *probe_command[1:]], env=env, timeout=budget(60))
         assert healthy.returncode == 0
         minted = subprocess.run(
             [sys.executable, "-m", "mock_server", "token", "--admin"],
             capture_output=True,
             text=True,
             env=env,
-            timeout=60,
+            timeout=budget(60),
         )
         assert minted.returncode == 0, minted.stderr
         assert list((tmp_path / ".local/share/platform-mock/runtime").glob("server-*.json"))
         bearer = {"Authorization": f"Bearer {minted.stdout.strip()}"}
         url = f"http://127.0.0.1:{port}/__admin/journal"
         # As a port mapping presents it (`-p 9000:8080`), and as a rebinding page would.
-        mapped = httpx.get(url, headers={**bearer, "Host": "localhost:9000"}, timeout=60)
-        foreign = httpx.get(url, headers={**bearer, "Host": f"evil.example:{port}"}, timeout=60)
+        mapped = httpx.get(url, headers={**bearer, "Host": "localhost:9000"}, timeout=budget(60))
+        foreign = httpx.get(
+            url, headers={**bearer, "Host": f"evil.example:{port}"}, timeout=budget(60)
+        )
         assert (mapped.status_code, foreign.status_code) == (200, 403)
     finally:
         process.kill()
@@ -271,7 +274,7 @@ def engine() -> str | None:
         if path is None:
             continue
         try:
-            answered = subprocess.run([path, "info"], capture_output=True, timeout=60)
+            answered = subprocess.run([path, "info"], capture_output=True, timeout=budget(60))
         except subprocess.TimeoutExpired:
             continue
         if answered.returncode == 0:
@@ -297,7 +300,7 @@ def container() -> Iterator[tuple[str, str, int]]:
             [found, "run", "-d", "--name", name, "-p", "127.0.0.1::8080", tag],
             check=True,
             capture_output=True,
-            timeout=120,
+            timeout=budget(120),
         )
         published = subprocess.run(
             [found, "port", name, "8080/tcp"], check=True, capture_output=True, text=True
@@ -305,13 +308,16 @@ def container() -> Iterator[tuple[str, str, int]]:
         port = int(published.split()[0].rsplit(":", 1)[1])
         yield found, name, port
     finally:
-        subprocess.run([found, "rm", "-f", name], capture_output=True, timeout=120)
-        subprocess.run([found, "rmi", "-f", tag], capture_output=True, timeout=120)
+        subprocess.run([found, "rm", "-f", name], capture_output=True, timeout=budget(120))
+        subprocess.run([found, "rmi", "-f", tag], capture_output=True, timeout=budget(120))
 
 
 def inspect(found: str, name: str, template: str) -> str:
     return subprocess.run(
-        [found, "inspect", "--format", template, name], capture_output=True, text=True, timeout=60
+        [found, "inspect", "--format", template, name],
+        capture_output=True,
+        text=True,
+        timeout=budget(60),
     ).stdout.strip()
 
 
@@ -323,30 +329,37 @@ def test_the_image_becomes_healthy_and_serves_a_token_it_accepts(container):
         assert time.monotonic() < deadline, "never healthy"
         time.sleep(1)
     user = subprocess.run(
-        [found, "exec", name, "id", "-u"], capture_output=True, text=True, timeout=60
+        [found, "exec", name, "id", "-u"], capture_output=True, text=True, timeout=budget(60)
     )
     assert user.stdout.strip() not in ("", "0")
     minted = subprocess.run(
-        [found, "exec", name, "platform-mock", "token"], capture_output=True, text=True, timeout=60
+        [found, "exec", name, "platform-mock", "token"],
+        capture_output=True,
+        text=True,
+        timeout=budget(60),
     )
     assert minted.returncode == 0, minted.stderr
     base = f"http://127.0.0.1:{port}"
     answer = httpx.get(
         base + "/api/svc/v1/personal-access-tokens/ci",
         headers={"Authorization": f"Bearer {minted.stdout.strip()}"},
-        timeout=60,
+        timeout=budget(60),
     )
     assert answer.status_code == 200
     admin = subprocess.run(
         [found, "exec", name, "platform-mock", "token", "--admin"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=budget(60),
     ).stdout.strip()
     bearer = {"Authorization": f"Bearer {admin}"}
-    assert httpx.get(base + "/__admin/journal", headers=bearer, timeout=60).status_code == 200
+    assert (
+        httpx.get(base + "/__admin/journal", headers=bearer, timeout=budget(60)).status_code == 200
+    )
     foreign = {**bearer, "Host": f"evil.example:{port}"}
-    assert httpx.get(base + "/__admin/journal", headers=foreign, timeout=60).status_code == 403
+    assert (
+        httpx.get(base + "/__admin/journal", headers=foreign, timeout=budget(60)).status_code == 403
+    )
 
 
 def test_the_image_test_skips_only_when_no_engine_answers():
@@ -356,7 +369,7 @@ def test_the_image_test_skips_only_when_no_engine_answers():
     for name in ("docker", "podman"):
         path = shutil.which(name)
         if path is not None:
-            answered = subprocess.run([path, "info"], capture_output=True, timeout=60)
+            answered = subprocess.run([path, "info"], capture_output=True, timeout=budget(60))
             if answered.returncode == 0:
                 assert found is not None
                 return

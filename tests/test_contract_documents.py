@@ -18,6 +18,7 @@ from mock_server.core import errors
 from mock_server.handlers import catalog
 from mock_server.http.app import argument_name
 from tests import pages, tables
+from tests.budget import budget
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = {
@@ -520,7 +521,7 @@ def test_the_bad_input_count_is_the_number_of_cases_pytest_collects():
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=budget(120),
     )
     cases = [line for line in collected.stdout.splitlines() if "::" in line]
     assert collected.returncode == 0, collected.stdout + collected.stderr

@@ -18,6 +18,7 @@ from mock_server import PlatformMock
 from mock_server.contract import documents as contract
 from mock_server.http.mock import MockConfig
 from mock_server.http.server import BackgroundServer
+from tests.budget import budget
 
 DOCUMENTS = {"control plane": "", "gateway": "/gateway", "admin API": "/__admin"}
 METHODS = ("get", "put", "post", "delete", "patch")
@@ -121,7 +122,10 @@ def try_it_out(
 @pytest.fixture(scope="module")
 def fresh() -> Iterator[tuple[httpx.Client, PlatformMock]]:
     mock = PlatformMock()
-    with BackgroundServer(mock) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+    with (
+        BackgroundServer(mock) as server,
+        httpx.Client(base_url=server.url, timeout=budget(30)) as client,
+    ):
         yield client, mock
 
 
@@ -146,7 +150,10 @@ def test_try_it_out_after_the_example_it_names_answers_2xx_in_a_mock_just_starte
     operation_id,
 ):
     mock = PlatformMock()
-    with BackgroundServer(mock) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+    with (
+        BackgroundServer(mock) as server,
+        httpx.Client(base_url=server.url, timeout=budget(30)) as client,
+    ):
         for needed in PREREQUISITES[operation_id]:
             assert try_it_out(client, mock, _base_of(needed), needed).is_success
         response = try_it_out(client, mock, _base_of(operation_id), operation_id)
@@ -155,7 +162,10 @@ def test_try_it_out_after_the_example_it_names_answers_2xx_in_a_mock_just_starte
 
 def test_try_it_out_examples_name_records_whatever_the_seed():
     mock = PlatformMock(MockConfig(seed=7))
-    with BackgroundServer(mock) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+    with (
+        BackgroundServer(mock) as server,
+        httpx.Client(base_url=server.url, timeout=budget(30)) as client,
+    ):
         response = try_it_out(client, mock, "", "listJobRuns")
     assert response.status_code == 200
 

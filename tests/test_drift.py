@@ -32,6 +32,7 @@ from mock_server.proxy.forward import BackgroundProxy, Proxy, Router, caller_of
 from mock_server.pytest_plugin import ssl_context
 from mock_server.reports import drift, drift_files
 from mock_server.reports.drift import Difference, DriftReport, ProxiedExchange, check
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE
 from tests.corpus import CORPUS, unescaped
 
@@ -116,7 +117,7 @@ def client_suite(url: str, target: PlatformMock, token: str) -> dict[str, httpx.
         base_url=url + CONTROL_PLANE,
         headers={"Authorization": f"Bearer {token}"},
         verify=ssl_context(),
-        timeout=30,
+        timeout=budget(30),
     ) as api:
         answers["session"] = api.get("/session")
         answers["role bindings"] = api.get(

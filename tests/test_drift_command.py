@@ -36,6 +36,7 @@ from mock_server.proxy import drift_check
 from mock_server.proxy.forward import Proxy
 from mock_server.reports import drift_files
 from mock_server.reports.drift import ProxiedExchange
+from tests.budget import budget
 from tests.test_drift import (
     PLANTED,
     PROXY_TIMEOUT,
@@ -314,7 +315,7 @@ def proxied(planted, tmp_path_factory) -> Proxied:
         token = planted.coordinates.token or ""
         sent = len(client_suite(url[1], planted.mock, token))
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=budget(30))
     finally:
         process.kill()
     return Proxied(

@@ -25,6 +25,7 @@ from truefoundry_gateway_sdk import TrueFoundryGateway
 from truefoundry_gateway_sdk.errors import NotFoundError, UnauthorizedError
 
 from mock_server.pytest_plugin import MockHandle
+from tests.budget import budget
 from tests.test_truefoundry_library import library_bin, library_env  # noqa: F401  (a fixture)
 
 # Its steps ask what the mock lacks (a route, a model), as each test expects.
@@ -45,7 +46,7 @@ def _openai2(bin_dir: Path, handle: MockHandle, tmp_path: Path) -> dict[str, Any
             [str(bin_dir / "python"), str(SCRIPT), str(plan)],
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=budget(300),
             env=library_env(tmp_path),
         )
         assert done.returncode == 0, done.stderr[-3000:]
@@ -195,7 +196,7 @@ def gateway_sdk(platform_mock) -> Iterator[TrueFoundryGateway]:
     yield TrueFoundryGateway(
         base_url=platform_mock.gateway_url,
         api_key=platform_mock.token,
-        httpx_client=platform_mock.http_client(timeout=60, follow_redirects=True),
+        httpx_client=platform_mock.http_client(timeout=budget(60), follow_redirects=True),
     )
 
 
@@ -211,7 +212,7 @@ def test_gateway_sdk_raises_its_unauthorized_error_for_a_bad_key(platform_mock):
     stranger = TrueFoundryGateway(
         base_url=platform_mock.gateway_url,
         api_key="sk-not-ours",
-        httpx_client=platform_mock.http_client(timeout=60, follow_redirects=True),
+        httpx_client=platform_mock.http_client(timeout=budget(60), follow_redirects=True),
     )
     with pytest.raises(UnauthorizedError) as raised:
         stranger.private.agents.sessions.get("session-missing")

@@ -49,6 +49,7 @@ from mock_server.proxy import forward
 from mock_server.reports.drift import ProxiedExchange
 from mock_server.services.auth import ALGORITHM, ISSUER
 from mock_server.view import live
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, assert_error, http_client, until_closed
 from tests.test_cli import SERVE_OUTPUT
 from tests.test_watch import DANA, DANA_AND_ERIN, Watched
@@ -93,7 +94,7 @@ def serve(*args: str, env: dict[str, str] | None = None, **limits) -> tuple[subp
     return process, urls
 
 
-def stop(process: subprocess.Popen, timeout: float = 20) -> tuple[int, str]:
+def stop(process: subprocess.Popen, timeout: float = budget(20)) -> tuple[int, str]:
     """SIGTERM, then the exit status and standard error, within `timeout` seconds."""
     process.send_signal(signal.SIGTERM)
     try:
@@ -567,7 +568,7 @@ def test_serve_goes_on_answering_while_nobody_reads_its_output():
         bearer = {"Authorization": f"Bearer {urls['token']}"}
         # Lines of about 8 kB each: five megabytes of log, far past the pipe and the budget.
         query = {"bogus": "x" * 8000}
-        with httpx.Client(headers=bearer, timeout=10) as client:
+        with httpx.Client(headers=bearer, timeout=budget(10)) as client:
             statuses = [
                 client.get(urls["control"] + "/personal-access-tokens/ci", params=query).status_code
                 for _ in range(600)
@@ -593,7 +594,7 @@ HUGE_DIGITS = "9" * 5000  # past Python's 4,300-digit limit of int()
 
 
 def token_with(
-    *args: str, stdin: Any = subprocess.DEVNULL, timeout: float = 60
+    *args: str, stdin: Any = subprocess.DEVNULL, timeout: float = budget(60)
 ) -> subprocess.CompletedProcess:
     """`platform-mock token ARGS` under limits: the cheapest command that loads fixtures."""
     return subprocess.run(
@@ -662,7 +663,7 @@ def test_fixture_from_a_pipe_is_read_to_its_end():
         capture_output=True,
         text=True,
         env=KEYED,
-        timeout=60,
+        timeout=budget(60),
         preexec_fn=bounded(),
     )
     assert result.returncode == 0, result.stderr
@@ -817,7 +818,7 @@ def test_the_mock_answers_while_a_big_upload_is_read(admin, server, monkeypatch)
                 "/fixtures",
                 content=document,
                 headers={"Content-Type": "application/yaml"},
-                timeout=60,
+                timeout=budget(60),
             ),
         )
     )
@@ -851,7 +852,9 @@ def test_big_uploads_sent_together_are_read_one_at_a_time_and_all_answered(admin
     def send(document: str) -> None:
         headers = {"Content-Type": "application/json"}
         answers.append(
-            admin.post("/fixtures", content=document, headers=headers, timeout=60).status_code
+            admin.post(
+                "/fixtures", content=document, headers=headers, timeout=budget(60)
+            ).status_code
         )
 
     senders = [threading.Thread(target=send, args=(document,)) for document in documents]
@@ -929,7 +932,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_for(path, process: subprocess.Popen, timeout: float = 30) -> str:
+def _wait_for(path, process: subprocess.Popen, timeout: float = budget(30)) -> str:
     deadline = time.monotonic() + timeout
     while not (path.exists() and path.read_text()):
         assert process.poll() is None, process.communicate()
@@ -985,7 +988,7 @@ def test_a_shells_background_job_does_not_outlive_the_run(tmp_path, sig):
     with _reaped(process):
         sleeper = int(_wait_for(pid_file, process))
         process.send_signal(sig)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=budget(30))
     assert process.returncode == 128 + sig, err
     assert not _alive(sleeper)
 
@@ -996,7 +999,7 @@ def test_a_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     with _reaped(process):
         _wait_for(ready, process)
         process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=budget(30))
     assert process.returncode == 128 + signal.SIGKILL
     assert "did not stop within 1.0 s of SIGTERM: killed (SIGKILL)" in err
 
@@ -1009,7 +1012,7 @@ def test_a_second_stop_signal_kills_at_once(tmp_path):
         process.send_signal(signal.SIGTERM)
         time.sleep(0.2)
         process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=budget(30))
     assert process.returncode == 128 + signal.SIGKILL
     assert "second stop signal" in err
 
@@ -1020,7 +1023,7 @@ def test_what_a_command_leaves_running_is_ended_even_if_it_ignores_sigterm(tmp_p
     script = f"{sys.executable} -c '{STUBBORN}' {ready} & echo $! > {pid_file}; exit 3"
     process = _started("sh", "-c", script)
     with _reaped(process):
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=budget(30))
     assert process.returncode == 3  # the command's own status
     assert not _alive(int(pid_file.read_text()))
     assert "ended what sh left running in its process group" in err
@@ -1048,7 +1051,7 @@ def _on_a_terminal(command: list[str], ready: Any, tmp_path: Any) -> int:
         runner = [sys.executable, "-c", RUNNER, "5", *command]
         os.execv(sys.executable, [sys.executable, "-c", SESSION, str(ended), *runner])
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + budget(30)
         while not (ready.exists() and ready.read_text()):
             assert time.monotonic() < deadline, "never ready"
             time.sleep(0.02)
@@ -1183,7 +1186,7 @@ def test_writing_a_report_over_a_pipe_made_since_the_start_fails_at_once(tmp_pat
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=budget(30),
         preexec_fn=bounded(),
     )
     assert done.stdout.startswith("refused"), done.stderr
@@ -1295,8 +1298,8 @@ def test_serve_keeps_answering_new_clients_while_1200_sit_idle():
     try:
         host, port = urls["base"].removeprefix("http://").rsplit(":", 1)
         for _ in range(1200):
-            idle.append(socket.create_connection((host, int(port)), timeout=10))
-        response = httpx.get(urls["base"] + "/docs/", timeout=10)
+            idle.append(socket.create_connection((host, int(port)), timeout=budget(10)))
+        response = httpx.get(urls["base"] + "/docs/", timeout=budget(10))
         assert response.status_code == 200
     finally:
         for sock in idle:
@@ -1328,7 +1331,9 @@ def test_worlds_asked_for_at_once_never_pass_the_cap(server, mock, monkeypatch):
     headers = {"Authorization": f"Bearer {mock.auth.admin_token()}"}
 
     def ask() -> None:
-        with http_client(base_url=server.url + "/__admin", headers=headers, timeout=60) as own:
+        with http_client(
+            base_url=server.url + "/__admin", headers=headers, timeout=budget(60)
+        ) as own:
             answer = own.post("/worlds", json={})
         statuses.append(answer.status_code)
         if answer.status_code == 201:
@@ -1397,7 +1402,7 @@ def test_a_resumed_stream_writes_its_backlog_a_part_at_a_time():
         for _ in range(60):  # about 1 MB, within the queue's budget
             hub.publish("faults", {"padding": "x" * 16_000})
         stalled.set()  # the reader reads again
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + budget(30)
         while sum(written) < 60 * 16_000:
             assert time.monotonic() < deadline, written
             await asyncio.sleep(0.01)
@@ -1493,7 +1498,7 @@ def test_the_proxy_passes_an_answer_of_too_many_values_on_unchecked(hostile_targ
     hostile_target.mock.answer = "values"
     proxy = forward.Proxy(hostile_target.url)
     with forward.BackgroundProxy(proxy) as front:
-        answer = httpx.get(front.url + CONTROL_PLANE + "/min-cli-version", timeout=60)
+        answer = httpx.get(front.url + CONTROL_PLANE + "/min-cli-version", timeout=budget(60))
     assert (answer.status_code, len(answer.content)) == (200, 3 * 300_000 + 1)
     last = proxy.journal.last
     assert isinstance(last, ProxiedExchange) and last.unchecked

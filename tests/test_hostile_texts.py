@@ -44,6 +44,7 @@ import yaml
 from mock_server.core import escape
 from mock_server.http.mock import PlatformMock
 from mock_server.http.server import BackgroundServer
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE
 from tests.corpus import (
     CORPUS,
@@ -292,7 +293,8 @@ def ci_run(path: Path, log_format: str) -> Outputs:
             "hostile.yaml", "--",
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml=junit.xml",
         ],
-        cwd=path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=env,
+        cwd=path, capture_output=True, text=True, timeout=budget(300),
+        stdin=subprocess.DEVNULL, env=env,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     files = {"stdout": done.stdout, "stderr": done.stderr}

@@ -14,6 +14,7 @@ import pytest
 from truefoundry_sdk import AsyncTrueFoundry, TrueFoundry
 
 from mock_server.pytest_plugin import MockHandle
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, http_client
 
 DEMO = "resp_0000000000000000000000000000demo"
@@ -128,7 +129,7 @@ def test_in_process_and_tcp_requests_at_once_are_each_journaled_once(platform_mo
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=60)
+        thread.join(timeout=budget(60))
     assert failures == []
     assert len(platform_mock.journal.calls("getOrCreatePersonalAccessToken")) == 120
     assert len(platform_mock.store.world.tokens) == 1  # one token named ci, made once
@@ -138,7 +139,7 @@ def test_platform_sdk_pages_job_runs_in_process(platform_mock: MockHandle):
     platform = TrueFoundry(
         base_url=platform_mock.url,
         api_key=platform_mock.token,
-        httpx_client=platform_mock.http_client(timeout=60, follow_redirects=True),
+        httpx_client=platform_mock.http_client(timeout=budget(60), follow_redirects=True),
     )
     trainer = platform_mock.store.deployments.application_named("trainer").id
     runs = list(platform.jobs.list_runs(trainer, limit=7))
@@ -150,7 +151,7 @@ def test_async_platform_sdk_reads_job_runs_in_process(platform_mock: MockHandle)
         platform = AsyncTrueFoundry(
             base_url=platform_mock.url,
             api_key=platform_mock.token,
-            httpx_client=platform_mock.async_http_client(timeout=60, follow_redirects=True),
+            httpx_client=platform_mock.async_http_client(timeout=budget(60), follow_redirects=True),
         )
         trainer = platform_mock.store.deployments.application_named("trainer").id
         page = await platform.jobs.list_runs(trainer, limit=5)

@@ -22,6 +22,7 @@ from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
 from mock_server.handlers import catalog
 from mock_server.http.server import BackgroundServer
 from mock_server.services.journal import Entry, Journal
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, assert_error
 from tests.test_catalog import send_example
 
@@ -200,7 +201,7 @@ def test_client_leaving_mid_body_of_a_get_is_journaled_unanswered(server, mock, 
             f"GET {CONTROL_PLANE}{_runs(_job_id(store))} HTTP/1.1\r\nHost: mock\r\n"
             f"Authorization: Bearer {token}\r\nContent-Length: 1000\r\n\r\n0123456789".encode()
         )
-    deadline = time.monotonic() + 10  # a wait for the server to notice, not a timing check
+    deadline = time.monotonic() + budget(10)  # a wait for the server to notice, not a timing check
     while mock.journal.last is None and time.monotonic() < deadline:
         time.sleep(0.01)
 
@@ -724,7 +725,7 @@ def test_admin_journal_says_what_the_budget_dropped(admin, api, mock, monkeypatc
 
 def _entry_of_one_request(mock: PlatformMock) -> Entry:
     # The mock records an entry just after the response has left: wait for it, bounded.
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + budget(5)
     while mock.journal.last is None and time.monotonic() < deadline:
         time.sleep(0.005)
     assert len(mock.journal) == 1, [e.describe() for e in mock.journal]
@@ -756,7 +757,7 @@ def test_a_client_leaving_mid_body_is_journaled_unanswered_and_no_violation(serv
             b"Authorization: Bearer " + mock.auth.dev_token().encode() + b"\r\n"
             b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"secret'
         )
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + budget(5)
     while not mock.journal.calls("listSecretDeployments") and time.monotonic() < deadline:
         time.sleep(0.01)
     (entry,) = mock.journal.calls("listSecretDeployments")

@@ -26,6 +26,7 @@ import httpx
 import pytest
 
 from mock_server.http.server import GRACEFUL_SHUTDOWN_SECONDS
+from tests.budget import budget
 
 START_TIMEOUT = 30.0  # seconds for the process to say it is ready
 EXIT_TIMEOUT = 10.0  # seconds for the process to exit after a stop signal
@@ -138,7 +139,7 @@ def load(url: str, headers: dict[str, str], until: float, outcomes: list[Outcome
     what happened to each. The client is made once: making one takes milliseconds, which
     would blur when a request really started."""
     no_keep_alive = httpx.Limits(max_keepalive_connections=0)
-    with httpx.Client(headers=headers, timeout=15, limits=no_keep_alive) as client:
+    with httpx.Client(headers=headers, timeout=budget(15), limits=no_keep_alive) as client:
         for _ in range(10):
             if time.monotonic() >= until:
                 return
@@ -163,7 +164,7 @@ def test_sigterm_under_load_answers_every_accepted_request_and_exits_0(launched)
     state = httpx.get(
         f"{served.base}/__admin/state",
         headers={"Authorization": f"Bearer {served.admin_token}"},
-        timeout=10,
+        timeout=budget(10),
     ).json()
     trainer = next(a["id"] for a in state["applications"] if a["name"] == "trainer")
     url = f"{served.base}/api/svc/v1/jobs/{trainer}/runs"
@@ -181,7 +182,7 @@ def test_sigterm_under_load_answers_every_accepted_request_and_exits_0(launched)
     signalled = time.monotonic()
     served.process.send_signal(signal.SIGTERM)
     for thread in threads:
-        thread.join(timeout=20)
+        thread.join(timeout=budget(20))
     assert not any(thread.is_alive() for thread in threads)
     _, stderr = served.process.communicate(timeout=EXIT_TIMEOUT)
     exited = time.monotonic()
@@ -347,7 +348,7 @@ def test_default_host_listens_on_127_0_0_1_only_and_does_not_warn(launched):
     launched.append(served)
     assert served.base == f"http://127.0.0.1:{served.port}"
     listening = listening_addresses(served.port)
-    answered = httpx.get(f"{served.base}/api/svc/v1/personal-access-tokens/ci", timeout=10)
+    answered = httpx.get(f"{served.base}/api/svc/v1/personal-access-tokens/ci", timeout=budget(10))
     status, stderr = served.stop(signal.SIGTERM)
     assert listening == {"127.0.0.1"}
     assert answered.status_code == 401  # reachable on loopback (without a token: 401)

@@ -22,6 +22,7 @@ from mock_server.core.masking import HIDDEN
 from mock_server.http.server import BackgroundServer
 from mock_server.services.journal import Entry, Journal
 from mock_server.view import browse
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, assert_error
 
 TOKENS = "/personal-access-tokens/ci"
@@ -358,7 +359,7 @@ class Stream:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def wait_for(self, kind: str, timeout: float = 5.0) -> dict:
+    def wait_for(self, kind: str, timeout: float = budget(5.0)) -> dict:
         deadline = time.monotonic() + timeout
         with self._arrived:
             while True:
@@ -390,7 +391,7 @@ def test_a_stream_says_hello_as_it_opens(stream):
 def test_a_journaled_request_is_an_event_at_once(stream, api):
     api.get(RUNS, params={"limit": 2})
 
-    event = stream.wait_for("request", timeout=1.0)
+    event = stream.wait_for("request", timeout=budget(1.0))
 
     assert (event["request"]["operationId"], event["request"]["query"]) == (
         "listJobRuns",

@@ -12,6 +12,7 @@ import pytest
 
 from mock_server.http.validators import asks_only_an_object
 from mock_server.pytest_plugin import MockHandle
+from tests.budget import budget
 
 
 def _admin(platform_mock: MockHandle) -> dict[str, str]:
@@ -25,7 +26,7 @@ def test_a_request_waiting_for_the_world_leaves_the_loop_answering(platform_mock
     lock = platform_mock.store.lock
     headers = {"Authorization": f"Bearer {platform_mock.token}"}
     url = platform_mock.url
-    with ThreadPoolExecutor(2) as pool, httpx.Client(base_url=url, timeout=30) as client:
+    with ThreadPoolExecutor(2) as pool, httpx.Client(base_url=url, timeout=budget(30)) as client:
         held, release = threading.Event(), threading.Event()
 
         def hold() -> None:
@@ -67,7 +68,7 @@ def test_a_copy_of_the_world_changes_apart(platform_mock: MockHandle):
 
 
 def test_the_dump_over_http_is_the_stores_dump(platform_mock: MockHandle):
-    with httpx.Client(base_url=platform_mock.url, timeout=30) as client:
+    with httpx.Client(base_url=platform_mock.url, timeout=budget(30)) as client:
         answer = client.get("/__admin/state", headers=_admin(platform_mock))
     assert (answer.status_code, answer.json()) == (200, platform_mock.store.dump())
 

@@ -4,6 +4,7 @@ from a fresh environment."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import environments
+from tests.budget import budget
 from tests.test_cli import SERVE_OUTPUT, printed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built each session (a few seconds: the build is what is checked)."""
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [
@@ -36,22 +40,41 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
         check=True,
         capture_output=True,
+        timeout=budget(300),
     )
     (built,) = out.glob("platform_mock-*.whl")
     return built
 
 
+def wheel_contents(wheel: Path) -> str:
+    """The SHA-256 of what the wheel holds, names and bytes (not its archive's timestamps)."""
+    digest = hashlib.sha256()
+    with zipfile.ZipFile(wheel) as archive:
+        for name in sorted(archive.namelist()):
+            digest.update(name.encode() + b"\0" + archive.read(name) + b"\0")
+    return digest.hexdigest()
+
+
 @pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtual environment with only the wheel and its dependencies."""
-    env = tmp_path_factory.mktemp("fresh") / "venv"
-    venv.create(env, with_pip=True)
-    subprocess.run(
-        [str(env / "bin/python"), "-m", "pip", "install", "-q", str(wheel)],
-        check=True,
-        capture_output=True,
-    )
-    return env
+def installed(
+    wheel: Path, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A fresh virtual environment with only the wheel and its dependencies (slow the first
+    time: pip installs the web stack, about 25 s; kept by `tests/environments` while the
+    wheel holds the same files)."""
+
+    def build(folder: Path) -> None:
+        venv.create(folder / "venv", with_pip=True)
+        subprocess.run(
+            [str(folder / "venv/bin/python"), "-m", "pip", "install", "-q", str(wheel)],
+            check=True,
+            capture_output=True,
+            timeout=budget(900),
+        )
+
+    inputs = {"wheel": wheel.name, "contents": wheel_contents(wheel)}
+    folder = environments.kept(request.config, tmp_path_factory, "wheel-installed", inputs, build)
+    return folder / "venv"
 
 
 @pytest.mark.parametrize(
@@ -92,7 +115,7 @@ def installed_serving(installed: Path, cwd: Path) -> Iterator[str]:
         yield printed(process)
     finally:
         process.terminate()
-        process.wait(timeout=15)
+        process.wait(timeout=budget(15))
 
 
 def test_installed_command_serves_with_the_printed_token(installed, tmp_path):
@@ -118,7 +141,7 @@ def test_installed_command_checks_a_platform_for_drift(installed, server, mock, 
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=budget(120),
     )
     assert (done.returncode, "drift check PASSED" in done.stderr) == (0, True), done.stderr
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mock_server.fixtures import loader as fixtures
-from tests import pages
+from tests import environments, pages
+from tests.budget import budget
 from tests.conftest import new_store
 
 pytest_plugins = ["pytester"]
@@ -52,22 +53,32 @@ def install_lines() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def reader_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def reader_python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The python of an environment made by the README's own lines, run from the clone as
-    the README says, with `.venv` moved to a temporary directory."""
-    venv = tmp_path_factory.mktemp("reader") / "venv"
-    for line in install_lines():
-        assert ".venv/" in line or ".venv " in line, line  # the path this test moves
-        done = subprocess.run(
-            line.replace(".venv", str(venv)),
-            shell=True,
-            cwd=README.parent,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
-    return venv / "bin" / "python"
+    the README says, with `.venv` moved to pytest's cache (slow the first time: a venv and two
+    pip installs, about a minute; kept by `tests/environments` while the lines, the
+    project's metadata and the checkout's place are the same: the installs are editable, so
+    the code itself is read from the checkout)."""
+    lines = install_lines()
+    pyproject = (README.parent / "pyproject.toml").read_text()
+
+    def build(folder: Path) -> None:
+        venv = folder / "venv"
+        for line in lines:
+            assert ".venv/" in line or ".venv " in line, line  # the path this test moves
+            done = subprocess.run(
+                line.replace(".venv", str(venv)),
+                shell=True,
+                cwd=README.parent,
+                capture_output=True,
+                text=True,
+                timeout=budget(600),
+            )
+            assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
+
+    inputs = {"lines": lines, "pyproject": pyproject, "checkout": str(README.parent)}
+    folder = environments.kept(request.config, tmp_path_factory, "readme-reader", inputs, build)
+    return folder / "venv" / "bin" / "python"
 
 
 @pytest.mark.parametrize("code", examples("python"))
@@ -76,7 +87,7 @@ def test_python_example_runs(code, reader_python, server, mock, tmp_path):
     tokens = f"TOKEN = {mock.auth.dev_token()!r}\nADMIN_TOKEN = {mock.auth.admin_token()!r}\n"
     script.write_text(tokens + code.replace(DOCUMENTED_URL, server.url))
     done = subprocess.run(
-        [str(reader_python), str(script)], capture_output=True, text=True, timeout=120
+        [str(reader_python), str(script)], capture_output=True, text=True, timeout=budget(120)
     )
     assert done.returncode == 0, done.stderr[-3000:]
 
@@ -98,7 +109,7 @@ def test_pytest_example_passes(code, reader_python, pytester, request):
     if "result" not in _INNER:
         pytester.makepyfile(**{_file_of(p.id): p.values[0] for p in PYTEST_EXAMPLES})
         _INNER["result"] = pytester.run(
-            reader_python, "-m", "pytest", "-p", "no:cacheprovider", "-rA", timeout=300
+            reader_python, "-m", "pytest", "-p", "no:cacheprovider", "-rA", timeout=budget(300)
         )
     result = _INNER["result"]
     outcomes = re.findall(rf"^(PASSED|FAILED|ERROR) {name}\.py::(\S+)", result.stdout.str(), re.M)

@@ -33,6 +33,7 @@ from mock_server.reports.report import (
     verdict_line,
 )
 from mock_server.services.journal import Entry, Journal
+from tests.budget import budget
 from tests.test_catalog import send_example
 from tests.test_cli import start
 
@@ -625,7 +626,7 @@ def serve_and_stop(*options: str, bogus: bool) -> Stopped:
             )
             assert broken.status_code == 400, broken.text
         process.send_signal(signal.SIGTERM)
-        stdout, stderr = process.communicate(timeout=30)
+        stdout, stderr = process.communicate(timeout=budget(30))
     except BaseException:
         process.kill()
         process.wait()
@@ -705,7 +706,7 @@ def test_every_operations_request_is_counted_under_it(server, mock, operation_id
     before = _calls_of(mock, operation_id)
     assert send_example(server, mock, operation_id).status_code == 200
     # The report is fed just after the response has left: wait for it, bounded.
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + budget(5)
     while _calls_of(mock, operation_id) == before and time.monotonic() < deadline:
         time.sleep(0.005)
     assert _calls_of(mock, operation_id) == before + 1

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.budget import budget
+
 LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} [A-Z]+ /")  # a request log line's start
 DEMO_RESPONSE = "resp_0000000000000000000000000000demo"
 COORDINATES = (
@@ -61,7 +63,9 @@ def environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
 
 
-def run(*options: str, command: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+def run(
+    *options: str, command: list[str], timeout: float = budget(60)
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mock_server", "run", *options, "--", *command],
         capture_output=True,
@@ -138,7 +142,7 @@ def test_a_command_where_none_belongs_or_none_where_one_does_is_a_usage_error(
         [sys.executable, "-m", "mock_server", *arguments],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=budget(60),
     )
     assert done.returncode == 2
     assert message in done.stderr
@@ -250,7 +254,7 @@ def test_markdown_goes_to_the_github_job_summary(tmp_path: Path):
         [sys.executable, "-m", "mock_server", "run", "--", *caller()],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=budget(60),
         stdin=subprocess.DEVNULL,
         env={**environment(), "GITHUB_STEP_SUMMARY": str(summary)},
     )
@@ -291,12 +295,12 @@ def test_stop_signal_is_passed_on_and_the_run_ends_with_the_commands_status(
         env=environment(),
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + budget(30)
         while not (seen.exists() and seen.read_text() == "ready"):
             assert process.poll() is None and time.monotonic() < deadline, "never started"
             time.sleep(0.02)
         process.send_signal(sig)
-        _, stderr = process.communicate(timeout=30)
+        _, stderr = process.communicate(timeout=budget(30))
     finally:
         if process.poll() is None:
             process.kill()
@@ -342,7 +346,7 @@ def test_a_run_whose_log_nobody_reads_ends_with_its_command():
             env=environment(),
         )
         try:
-            assert unread.wait(timeout=60) == 0
+            assert unread.wait(timeout=budget(60)) == 0
         finally:
             unread.kill()
     finally:

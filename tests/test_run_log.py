@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mock_server.http.request_log import RequestLine, render_text
+from tests.budget import budget
 
 LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} [A-Z]+ /")  # a request log line's start
 TOKEN_PATH = "/personal-access-tokens/ci"
@@ -52,7 +53,7 @@ def run(*options: str, env: dict[str, str] | None = None) -> subprocess.Complete
         [*mock, "--", sys.executable, "-c", CALLER],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=budget(180),
         stdin=subprocess.DEVNULL,
         env={**environ, **(env or {})},
     )

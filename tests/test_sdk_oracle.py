@@ -41,6 +41,7 @@ from mock_server import PlatformMock
 from mock_server.contract import documents as contract
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import catalog
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE, token_of
 from tests.sdk_oracle import disagreements
 
@@ -563,13 +564,13 @@ def test_the_oracle_sees_a_value_the_sdk_does_not_know():
 
 @pytest.fixture
 def client(server, token) -> Iterator[TrueFoundry]:
-    with httpx.Client(timeout=30) as http:
+    with httpx.Client(timeout=budget(30)) as http:
         yield TrueFoundry(api_key=token, base_url=server.url, httpx_client=http)
 
 
 @pytest.fixture
 def carol_client(server, mock) -> Iterator[TrueFoundry]:
-    with httpx.Client(timeout=30) as http:
+    with httpx.Client(timeout=budget(30)) as http:
         yield TrueFoundry(api_key=token_of(mock, CAROL), base_url=server.url, httpx_client=http)
 
 

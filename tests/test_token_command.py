@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from mock_server.cli import runtime
+from tests.budget import budget
 
 CONTROL = "/api/svc/v1"
 URL = re.compile(r"control plane: (?P<base>http://127\.0\.0\.1:(?P<port>\d+))/api/svc/v1")
@@ -42,7 +43,7 @@ class Served:
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=60)
+        return self.process.wait(timeout=budget(60))
 
 
 def serve(env: dict[str, str], *args: str) -> Served:
@@ -70,13 +71,15 @@ def token(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=budget(120),
         stdin=subprocess.DEVNULL,
     )
 
 
 def status_of(url: str, minted: str) -> int:
-    return httpx.get(url, headers={"Authorization": f"Bearer {minted}"}, timeout=30).status_code
+    return httpx.get(
+        url, headers={"Authorization": f"Bearer {minted}"}, timeout=budget(30)
+    ).status_code
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +134,7 @@ def test_token_for_another_subject_is_the_servers_for_its_world_as_it_is(session
     answer = httpx.get(
         served.base + CONTROL + "/personal-access-tokens/ci",
         headers={"Authorization": f"Bearer {done.stdout.strip()}"},
-        timeout=30,
+        timeout=budget(30),
     )
     assert answer.json()["data"]["createdBy"] == "bob@acme.example"
 
@@ -271,7 +274,7 @@ def test_the_taken_port_of_a_running_server_names_it(tmp_path):
             capture_output=True,
             text=True,
             env=env,
-            timeout=120,
+            timeout=budget(120),
         )
         assert done.returncode == 3
         assert (
@@ -299,7 +302,7 @@ def test_a_command_of_run_gets_a_token_of_runs_own_server(session, served):
         capture_output=True,
         text=True,
         env=env,
-        timeout=180,
+        timeout=budget(180),
         stdin=subprocess.DEVNULL,
     )
     assert (done.returncode, done.stdout) == (0, "200\n"), done.stderr
@@ -324,9 +327,9 @@ def test_a_server_that_cannot_record_itself_says_so_and_serves(tmp_path):
             banner += line
         found = URL.search(banner)
         assert found
-        assert httpx.get(found["base"] + "/__admin/health", timeout=30).status_code == 200
+        assert httpx.get(found["base"] + "/__admin/health", timeout=budget(30)).status_code == 200
         process.terminate()
-        _, stderr = process.communicate(timeout=60)
+        _, stderr = process.communicate(timeout=budget(60))
     finally:
         process.kill()
         process.wait()

@@ -19,11 +19,8 @@ checks one step. Under `-n` the module runs on one worker (tests/conftest.py).
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -37,6 +34,8 @@ import pytest
 from mock_server.contract import documents as contract
 from mock_server.handlers import catalog
 from mock_server.pytest_plugin import MockHandle
+from tests import environments
+from tests.budget import budget
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve().parent / "library_client.py"
@@ -61,25 +60,21 @@ def requirements() -> list[str]:
 
 @pytest.fixture(scope="module")
 def library_bin(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The `bin` folder of the library's environment, built on first use."""
+    """The `bin` folder of the library's environment, built on first use (slow the first
+    time: a venv and pip install of the library, about 40 s; kept by `tests/environments`)."""
     wanted = requirements()
-    key = hashlib.sha256(json.dumps([wanted, sys.version]).encode()).hexdigest()[:16]
-    cache = getattr(request.config, "cache", None)
-    root = cache.mkdir("truefoundry-library") if cache else tmp_path_factory.mktemp("library")
-    venv = root / key
-    with open(root / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another session may be building it
-        if not (venv / "complete").exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-            done = subprocess.run(
-                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *wanted],
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-            assert done.returncode == 0, done.stderr[-3000:]
-            (venv / "complete").write_text("\n".join(wanted))
+
+    def build(venv: Path) -> None:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=budget(300))
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *wanted],
+            capture_output=True,
+            text=True,
+            timeout=budget(900),
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    venv = environments.kept(request.config, tmp_path_factory, "truefoundry-library", wanted, build)
     return venv / "bin"
 
 
@@ -98,7 +93,7 @@ def tfy_login(library_bin: Path, home: Path, url: str, key: str) -> subprocess.C
         [str(library_bin / "tfy"), "login", "--host", url, "--api-key", key],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=budget(120),
         env=library_env(home),
         cwd=home,
     )
@@ -228,7 +223,7 @@ def library(library_bin: Path, platform_mock: MockHandle, tmp_path_factory) -> d
             [str(library_bin / "python"), str(SCRIPT), str(plan)],
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=budget(300),
             env=library_env(home, TFY_HOST=handle.url, TFY_API_KEY=handle.token),
             cwd=home,
         )

@@ -15,6 +15,7 @@ import pytest
 from mock_server import MockConfig, PlatformMock
 from mock_server.cli.watch import FixtureWatcher
 from mock_server.http.server import BackgroundServer
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE
 from tests.test_cli import printed
 
@@ -41,7 +42,7 @@ class Watched:
         self.path.write_text(text)
 
 
-def _until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+def _until(check: Callable[[], bool], timeout: float = budget(10.0)) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, "not within the time"
@@ -195,7 +196,7 @@ def test_serve_watch_needs_a_fixture_file():
         [sys.executable, "-m", "mock_server", "serve", "--port", "0", "--watch"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=budget(60),
     )
 
     assert done.returncode == 2
@@ -230,5 +231,5 @@ def test_serve_watch_reloads_and_says_so_in_its_output(tmp_path):
         assert "people.yaml changed: the world is reloaded (5 users" in reloaded
     finally:
         process.terminate()
-        process.wait(timeout=15)
+        process.wait(timeout=budget(15))
     assert process.returncode == 0

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import yaml
+import orjson
 
+from mock_server.core import start_cache
 from mock_server.core.resources import package_file
 
 CONTROL_PLANE_SPEC = "control-plane.yaml"
@@ -30,7 +31,11 @@ def resolved(document: dict[str, Any]) -> dict[str, Any]:
     """A copy of the document with each local `$ref` replaced by what it names, merged into
     the referring object (as Connexion resolves them; `tests/test_connexion_hooks.py` checks
     the two agree). A schema named twice is one shared object, as in Connexion's result."""
-    copied = copy.deepcopy(document)
+    return _resolve(copy.deepcopy(document))
+
+
+def _resolve(copied: dict[str, Any]) -> dict[str, Any]:
+    """`copied` with each local `$ref` replaced, in place (see `resolved`)."""
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict) and "$ref" in node:
@@ -100,21 +105,31 @@ def as_text(value: Any) -> str:
 
 
 @cache
-def _parsed(name: str) -> dict[str, Any]:
-    parsed: dict[str, Any] = yaml.safe_load((package_file("spec") / name).read_text())
-    return parsed
+def _parsed(name: str) -> tuple[dict[str, Any], bytes | None]:
+    """A document as parsed, and as JSON when JSON holds it (`core.start_cache`)."""
+    parsed, data = start_cache.yaml_document(package_file("spec") / name)
+    return parsed, data
 
 
 def spec(name: str) -> dict[str, Any]:
     """A spec document, parsed once per process; each caller gets its own copy (Connexion
     fills defaults into the document it is given)."""
-    return copy.deepcopy(_parsed(name))
+    parsed, data = _parsed(name)
+    copied: dict[str, Any] = orjson.loads(data) if data is not None else copy.deepcopy(parsed)
+    return copied
+
+
+@cache
+def _resolved_spec(name: str) -> dict[str, Any]:
+    """A spec document resolved (`resolved`), made once per process and shared by the
+    readers below: do not change."""
+    return _resolve(spec(name))
 
 
 @cache
 def component(name: str, schema: str) -> dict[str, Any]:
     """A component schema of a spec document, every `$ref` in it resolved (made once)."""
-    found: dict[str, Any] = resolved(spec(name))["components"]["schemas"][schema]
+    found: dict[str, Any] = _resolved_spec(name)["components"]["schemas"][schema]
     return found
 
 
@@ -125,7 +140,7 @@ def _enum(schema: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _operations_of(name: str) -> Iterator[Operation]:
-    document = resolved(spec(name))
+    document = _resolved_spec(name)
     for path, item in document["paths"].items():
         for method, operation in item.items():
             if method not in METHODS:
@@ -159,7 +174,7 @@ def definitions() -> dict[str, dict[str, Any]]:
     that no Connexion app of the mock serves (the drift proxy's). Made once; do not change."""
     found = {}
     for name in PLATFORM_SPECS:
-        for item in resolved(spec(name))["paths"].values():
+        for item in _resolved_spec(name)["paths"].values():
             for method, operation in item.items():
                 if method in METHODS:
                     found[operation["operationId"]] = operation
@@ -180,7 +195,7 @@ def workflows() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
     (operationId, status) -> links by name, without the extension. A sequence of calls worth
     checking is written in the contract as such a link; the fuzzing runs each workflow."""
     found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-    for methods in resolved(spec(CONTROL_PLANE_SPEC))["paths"].values():
+    for methods in _resolved_spec(CONTROL_PLANE_SPEC)["paths"].values():
         for definition in methods.values():
             for status, response in definition["responses"].items():
                 for name, link in response.get("links", {}).items():

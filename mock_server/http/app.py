@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import hashlib
+import importlib.metadata
 import inspect
 import logging
 from collections.abc import Callable
@@ -53,7 +53,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import invalid_request
-from mock_server.core import errors, escape
+from mock_server.core import errors, escape, start_cache
 from mock_server.core.coordinates import base_url, reached_url
 from mock_server.handlers import catalog
 from mock_server.handlers.context import Answer, Call, Mock, serving
@@ -200,10 +200,12 @@ def middlewares(mock: Mock) -> list[Any]:
 
 
 # Connexion validates each document against the OpenAPI schema whenever an API is added:
-# about 0.1 s each, three per mock. The mock's documents are package data that never
-# change in a process, so each is validated the first time only; any other document (an
-# application of the user's, in the same process) is validated every time, as before.
-_VALIDATED: set[bytes] = set()  # digests of the mock's documents Connexion has validated
+# about 0.1 s each, three per mock. The mock's documents are package data that change only
+# with a release, so each is validated the first time this exact document meets this
+# Connexion (a mark in the start cache, by their hashes: `core.start_cache`), and once per
+# process at most; any other document (an application of the user's, in the same process) is
+# validated every time, as before.
+_VALIDATED: set[str] = set()  # the marks of the mock's documents validated in this process
 _OWN_DOCUMENTS: contextvars.ContextVar[bool] = contextvars.ContextVar("own", default=False)
 _connexion_validate_spec = OpenAPISpecification._validate_spec.__func__
 
@@ -212,13 +214,18 @@ def _validate_spec_once(cls: type[OpenAPISpecification], spec: dict[str, Any]) -
     if not _OWN_DOCUMENTS.get():
         _connexion_validate_spec(cls, spec)
         return
-    digest = hashlib.sha256(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)).digest()
-    if digest not in _VALIDATED:
-        _connexion_validate_spec(cls, spec)
-        _VALIDATED.add(digest)
-    return None
+    document = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
+    mark = start_cache.key("valid-openapi", document, *_VALIDATORS)
+    if mark in _VALIDATED:
+        return
+    if start_cache.read(mark) is None:
+        _connexion_validate_spec(cls, spec)  # raises for a document that is not valid
+        start_cache.write(mark, b"")
+    _VALIDATED.add(mark)
 
 
+# The code whose verdict a mark records: another version of either validates afresh.
+_VALIDATORS = (importlib.metadata.version("connexion"), importlib.metadata.version("jsonschema"))
 OpenAPISpecification._validate_spec = classmethod(_validate_spec_once)
 
 
