@@ -25,6 +25,7 @@ from mock_server.reports import report_files
 from mock_server.reports.explain import rules_broken
 from mock_server.reports.report import ContractReport, judge
 from mock_server.reports.report_files import TargetError, targets
+from tests.budget import budget
 from tests.conftest import CONTROL_PLANE
 from tests.corpus import unescaped, unmasked
 from tests.test_report import bogus_token_request, entry, token_request
@@ -435,7 +436,7 @@ def test_each_rules_curl_line_run_by_bash_breaks_the_same_rule_again(reviewed: R
     (curl,) = [line for name, line in curl_lines(reviewed).items() if name.startswith(rule)]
     env = {**os.environ, "PLATFORM_MOCK_URL": reviewed.url, "TOKEN": reviewed.token}
     before = len(list(reviewed.mock.journal))
-    done = subprocess.run(["bash", "-c", curl], env=env, capture_output=True, timeout=60)
+    done = subprocess.run(["bash", "-c", curl], env=env, capture_output=True, timeout=budget(60))
     assert done.returncode == 0, done.stderr
     assert len(list(reviewed.mock.journal)) == before + 1
     assert any(again.startswith(rule) for again in rules_broken_by_the_last(reviewed.mock))
