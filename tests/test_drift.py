@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any
 
@@ -328,6 +329,13 @@ def test_the_report_holds_no_token(run: Run):
 
 def test_the_junit_report_validates(run: Run, junit_schema):
     junit_schema.validate(drift_files.junit(run.report))
+
+
+def test_every_failure_error_and_skip_of_the_junit_report_has_text(run: Run):
+    root = ET.fromstring(drift_files.junit(run.report))
+    outcomes = [e for tag in ("failure", "error", "skipped") for e in root.iter(tag)]
+    assert {e.tag for e in outcomes} == {"failure", "error", "skipped"}
+    assert [e.get("message") for e in outcomes if not (e.text or "").strip()] == []
 
 
 def test_the_junit_report_fails_a_case_per_difference_and_errs_per_target_failure(run: Run):

@@ -12,7 +12,8 @@ of fixture files. Three sessions, each as CI runs it (GitHub Actions' variables 
   outputs: standard output and error (the request log, pytest's reports, the annotations),
   the contract report in every format, the job summary, and what the suite read of the
   admin API: the journal, the live view's requests, each request opened, the world, its
-  records, and the event stream.
+  records, and the event stream. The reports' `curl` lines, which send a request again,
+  are among what is read back.
 - `platform-mock serve --watch` on fixture files named by the table's texts, edited into
   files that do not load and back: its output, the event stream, the world and its records.
 - `platform-mock proxy --record` in front of a target whose answers hold the table's texts
@@ -383,6 +384,14 @@ def test_markdown_holds_what_a_client_sent_only_in_code_spans(ran: Outputs):
     for name in ("summary.md", "contract-report.md"):
         outside = re.sub(r"(`+)(.+?)\1", "", ran[name])
         assert MARK in ran[name] and MARK not in outside, name
+
+
+@pytest.mark.parametrize("name", ["contract-report.txt", "contract-report.md", "summary.md"])
+def test_the_reports_curl_lines_carry_what_was_sent(ran: Outputs, name: str):
+    # The escaping and masking checks above read these lines too: they must be there.
+    curls = [line for line in ran[name].split("\n") if "curl -sS " in line]
+    assert any(MARK in line for line in curls), name
+    assert all("$PLATFORM_MOCK_URL" in line for line in curls), name
 
 
 def test_annotations_are_one_line_each(ran: Outputs):

@@ -490,7 +490,9 @@ def test_terminal_summary_names_the_violating_request(reported):
             "*platform mock contract report*",
             "Contract report: 2 request(s), 1 contract violation(s)*",
             "*VIOLATION query bogus: 1 request(s) by test_contract.py::test_breaks_the_contract",
-            f"*e.g. GET {TOKENS_PATH} -> 400 *bogus*",
+            "*problem: is not a parameter of this operation",
+            f"*request: GET {TOKENS_PATH} -> 400",
+            "*reproduce: curl -sS *bogus=1*",
             "written to report.json, report.txt",
             "platform mock: contract check PASSED (no check was asked for): 1 of 2 request(s)*",
         ]

@@ -194,7 +194,13 @@ def test_violating_request_is_kept_in_full_with_its_test_under_the_rule_it_broke
             "status": 400,
             "code": 40001,
             "message": "Request does not conform to the API contract",
-            "details": details,
+            "details": [{**details[0], "hint": "", "sent": json.dumps(body["manifest"])}],
+            "hint": "",
+            "curl": (
+                """curl -sS -X POST "$PLATFORM_MOCK_URL"'/api/svc/v1/artifact-versions/stage"""
+                """?dryRun=true' -H "Authorization: Bearer $TOKEN" -H 'content-type:' """
+                """--data-binary '{"manifest":{"type":"model-version","name":"m"}}'"""
+            ),
         }
     ]
 
@@ -566,7 +572,12 @@ def test_text_names_each_rule_broken_with_its_tests_and_a_request(report):
     fed(report, token_request(), bogus_token_request("tests/a.py::test_a"), unrouted_request())
     lines = text(report).splitlines()
     found = lines.index("    VIOLATION query bogus: 1 request(s) by tests/a.py::test_a")
-    assert lines[found + 1] == f"      e.g. GET {TOKENS_PATH} -> 400 {BOGUS_MESSAGE}"
+    assert lines[found + 1 : found + 4] == [
+        "      problem: is not a parameter of this operation",
+        '      sent: "1"',
+        "      nearest: getOrCreatePersonalAccessToken takes: teamName",
+    ]
+    assert lines[found + 4] == f"      request: GET {TOKENS_PATH} -> 400"
     assert (
         "    VIOLATION 40401: No route for this path: 1 request(s) by "
         "tests/test_client.py::test_typo" in lines

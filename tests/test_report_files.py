@@ -1,18 +1,33 @@
 """The contract report's files: `--report` values read into targets, each format rendered
-(JUnit XML parsed back, Markdown), and GitHub's job summary and annotations."""
+(JUnit XML parsed back, Markdown), GitHub's job summary and annotations, and what a reviewer
+fixes from: each rule broken of a live mock, its value sent, its nearest choice and a `curl`
+line run by bash against the mock."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from mock_server.contract import documents as contract
+from mock_server.core import escape
+from mock_server.http.mock import PlatformMock
+from mock_server.http.server import BackgroundServer
 from mock_server.reports import report_files
+from mock_server.reports.explain import rules_broken
 from mock_server.reports.report import ContractReport, judge
 from mock_server.reports.report_files import TargetError, targets
+from tests.budget import budget
+from tests.conftest import CONTROL_PLANE
+from tests.corpus import unescaped, unmasked
 from tests.test_report import bogus_token_request, entry, token_request
 
 
@@ -265,7 +280,7 @@ def test_markdown_keeps_what_a_client_sent_in_code_spans():
         )
     )
     shown = report_files.markdown(accumulated.to_dict())
-    assert "`GET /api/svc/v1/a\\|b<script>@team -> 404 No route for GET" in shown
+    assert "`No route for GET /api/svc/v1/a\\|b<script>@team`" in shown
     assert all("<script>" not in part for part in shown.split("`")[::2])  # outside code spans
 
 
@@ -340,3 +355,185 @@ def test_github_annotates_each_failing_check_first(report: dict):
 
 def test_github_does_nothing_outside_actions(report: dict):
     assert report_files.ci(report, {}) == []
+
+
+# -- a report a reviewer fixes from ----------------------------------------------------------
+
+TEST = "tests/test_sdk.py::test_lists"
+
+
+@dataclass
+class Reviewed:
+    """A live mock a client broke the contract of, its report in text and Markdown."""
+
+    mock: PlatformMock
+    url: str
+    token: str
+    text: str
+    markdown: str
+
+
+# The requests a client sent, each breaking one rule (named as the report names it).
+BROKEN: dict[str, tuple[str, str, dict[str, str], Any]] = {
+    "query sortBy": ("GET", "/jobs/app-trainer/runs", {"sortBy": "startTme"}, None),
+    "query page_size": ("GET", "/personal-access-tokens/ci", {"page_size": "5"}, None),
+    "query limt": ("POST", "/secrets/deployments", {"limt": "3"}, {"secretIds": []}),
+    "body manifest.nmae": (
+        "POST",
+        "/artifact-versions/stage",
+        {},
+        {"manifest": {"type": "artifact-version", "nmae": "m", "ml_repo": "demo-repo"}},
+    ),
+    "40401: No route for this path": ("GET", "/personal-acess-tokens/ci", {}, None),
+}
+
+
+@pytest.fixture(scope="module")
+def reviewed() -> Iterator[Reviewed]:
+    mock = PlatformMock()
+    with BackgroundServer(mock) as served:
+        token = mock.auth.dev_token()
+        headers = {"Authorization": f"Bearer {token}", "X-Platform-Mock-Test": TEST}
+        with httpx.Client(base_url=served.url + CONTROL_PLANE, headers=headers) as client:
+            for method, path, query, body in BROKEN.values():
+                client.request(method, path, params=query, json=body)
+            httpx.get(served.url + CONTROL_PLANE + "/personal-access-tokens/ci")  # no token
+            httpx.get(  # a token that is no JWT
+                served.url + CONTROL_PLANE + "/personal-access-tokens/ci",
+                headers={"Authorization": "Bearer not-a-jwt"},
+            )
+        report = judged(mock.report.to_dict(), fail_on_violation=True)
+        yield Reviewed(
+            mock, served.url, token, report_files.text(report), report_files.markdown(report)
+        )
+
+
+def rules_broken_by_the_last(mock: PlatformMock) -> list[str]:
+    return rules_broken(list(mock.journal)[-1])
+
+
+def markdown_row(reviewed: Reviewed, rule: str) -> str:
+    (row,) = [line for line in reviewed.markdown.splitlines() if f"| `{rule}` |" in line]
+    return row
+
+
+def curl_lines(reviewed: Reviewed) -> dict[str, str]:
+    """The text report's `curl` line of each rule broken, as printed."""
+    lines = reviewed.text.splitlines()
+    found = {}
+    for index, line in enumerate(lines):
+        if line.startswith("    VIOLATION "):
+            rule = line.removeprefix("    VIOLATION ").rsplit(": ", 1)[0]
+            after = lines[index + 1 :]
+            ends = next(i for i, one in enumerate([*after, "    "]) if not one.startswith("      "))
+            (curl,) = [one for one in after[:ends] if one.startswith("      reproduce: ")]
+            found[rule] = curl.removeprefix("      reproduce: ")
+    return found
+
+
+@pytest.mark.parametrize("rule", [*BROKEN, "40101: No bearer token", "40102: Bearer"], ids=str)
+def test_each_rules_curl_line_run_by_bash_breaks_the_same_rule_again(reviewed: Reviewed, rule):
+    (curl,) = [line for name, line in curl_lines(reviewed).items() if name.startswith(rule)]
+    env = {**os.environ, "PLATFORM_MOCK_URL": reviewed.url, "TOKEN": reviewed.token}
+    before = len(list(reviewed.mock.journal))
+    done = subprocess.run(["bash", "-c", curl], env=env, capture_output=True, timeout=budget(60))
+    assert done.returncode == 0, done.stderr
+    assert len(list(reviewed.mock.journal)) == before + 1
+    assert any(again.startswith(rule) for again in rules_broken_by_the_last(reviewed.mock))
+
+
+def test_the_curl_lines_name_no_credential_but_token(reviewed: Reviewed):
+    shown = curl_lines(reviewed)
+    assert reviewed.token not in reviewed.text and reviewed.token not in reviewed.markdown
+    assert '"Authorization: Bearer $TOKEN"' in shown["query page_size"]
+    assert "Authorization" not in next(v for k, v in shown.items() if k.startswith("40101"))
+
+
+def test_the_markdown_lists_each_rules_curl_line_in_a_code_span(reviewed: Reviewed):
+    for rule, curl in curl_lines(reviewed).items():
+        assert f"{report_files.cell(rule)}: {escape.markdown_code(curl)}" in reviewed.markdown
+
+
+@pytest.mark.parametrize(
+    ("rule", "sent", "nearest"),
+    [
+        pytest.param("query sortBy", '"startTme"', "did you mean 'startTime'?", id="enum-value"),
+        pytest.param(
+            "query limt", '"3"', "did you mean 'limit'? listSecretDeployments takes: limit, offset",
+            id="unknown-parameter",
+        ),
+        pytest.param("body manifest.nmae", '"m"', "did you mean 'name'?", id="unknown-field"),
+    ],
+)  # fmt: skip
+def test_a_markdown_row_shows_the_test_the_value_sent_and_the_nearest_choice(
+    reviewed: Reviewed, rule: str, sent: str, nearest: str
+):
+    row = markdown_row(reviewed, rule)
+    assert f"| `{TEST}` |" in row
+    assert row.endswith(f"| {escape.markdown_code(sent, in_table=True)} | `{nearest}` |")
+
+
+def test_a_markdown_row_names_the_nearest_route_of_a_path_no_route_takes(reviewed: Reviewed):
+    row = markdown_row(reviewed, "40401: No route for this path")
+    assert "`the nearest route: GET /api/svc/v1/personal-access-tokens/{name}" in row
+
+
+def test_the_text_report_shows_the_value_sent_and_the_nearest_choice(reviewed: Reviewed):
+    lines = reviewed.text.splitlines()
+    found = lines.index(f"    VIOLATION query sortBy: 1 request(s) by {TEST}")
+    assert lines[found + 2 : found + 4] == [
+        '      sent: "startTme"',
+        "      nearest: did you mean 'startTime'?",
+    ]
+
+
+@pytest.mark.parametrize("render", ["text", "markdown"])
+def test_rules_broken_come_before_coverage(reviewed: Reviewed, render: str):
+    shown = getattr(reviewed, render)
+    rules, coverage = (
+        ("Rules broken", "Coverage, per operation:")
+        if render == "text"
+        else ("#### Rules broken", "#### Coverage")
+    )
+    assert 0 < shown.index(rules) < shown.index(coverage)
+
+
+@pytest.mark.parametrize("render", ["text", "markdown"])
+def test_the_contracts_common_prefix_is_said_once(reviewed: Reviewed, render: str):
+    assert getattr(reviewed, render).count("Request does not conform to the API contract") == 1
+
+
+def test_a_curl_line_sends_a_clients_text_inert_and_masked():
+    accumulated = ContractReport(contract.operations())
+    hostile = "\x1b[31m##vso[task.setvariable variable=x]1\u202e"
+    accumulated.add(
+        token_request(
+            status=400, code=40001, message="bad", query={hostile: [hostile]},
+            details=[{"location": "query", "field": hostile, "message": "is not a parameter"}],
+        )
+    )  # fmt: skip
+    accumulated.add(
+        entry(
+            "stageArtifactVersion", "/api/svc/v1/artifact-versions/stage", method="POST",
+            status=400, code=40001, message="bad",
+            body={"note": hostile, "password": "SEKRIT-1234"},
+            details=[{"location": "body", "field": "note", "message": "is not a field"}],
+        )
+    )  # fmt: skip
+    shown = report_files.text(accumulated.to_dict())
+    curls = [line for line in shown.splitlines() if "reproduce: curl" in line]
+    assert len(curls) == 2
+    assert (unescaped("\n".join(curls)), unmasked("\n".join(curls))) == ([], [])
+    assert "%1B%5B31m%23%23vso%5Btask" in curls[1]  # the query as sent on the wire
+    assert '"note":"\\u001b[31m##vso\\u005btask' in curls[0]  # the body as the same JSON
+
+
+def test_every_failure_and_skip_of_the_junit_has_text(junit_schema):
+    accumulated = ContractReport(contract.operations())
+    accumulated.add(bogus_token_request())
+    accumulated.add(entry(None, "/api/svc/v1/nope", status=404, code=40401, message="No route"))
+    xml = report_files.junit(judged(accumulated.to_dict(), fail_on_violation=True, min_coverage=99))
+    junit_schema.validate(xml)
+    outcomes = [e for tag in ("failure", "error", "skipped") for e in ET.fromstring(xml).iter(tag)]
+    assert {e.tag for e in outcomes} == {"failure", "skipped"}
+    assert [e.get("message") for e in outcomes if not (e.text or "").strip()] == []

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests import pages
+from tests.test_ci_recipes import recipe as ci_recipe
 
 RUN_TIMEOUT = 180
 
@@ -104,9 +105,8 @@ curl -s -o /dev/null -H "Authorization: Bearer $PLATFORM_MOCK_TOKEN" \\
 
 
 def recipe() -> list[str]:
-    """The `platform-mock run` line of the docs' GitHub Actions sample, less its command."""
-    _, text = pages.holding("- run: platform-mock run ")
-    lines = [line.strip() for line in text.splitlines()]
+    """The `platform-mock run` line of the docs' GitHub Actions recipe, less its command."""
+    lines = [line.strip() for line in ci_recipe("github").splitlines()]
     (line,) = [line for line in lines if line.startswith("- run: platform-mock run ")]
     words = shlex.split(line.removeprefix("- run: "))
     return [
@@ -135,20 +135,29 @@ class Ran:
         return {case.get("name", ""): case for case in root.iter("testcase")}
 
 
-def run_ci(path: Path, *command: str) -> Ran:
-    """The docs' recipe around `command`, in `path`, as GitHub Actions runs it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PLATFORM_MOCK"))}
-    env |= {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(path / "step-summary.md")}
+# The variables each CI system sets that `run` reads (the rest of the environment is the test's).
+CI_VARIABLES = ("GITHUB_", "PLATFORM_MOCK", "TF_BUILD", "AGENT_", "GITLAB_CI")
+
+
+def github_actions(path: Path) -> dict[str, str]:
+    return {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(path / "step-summary.md")}
+
+
+def run_ci(path: Path, *command: str, ci=github_actions) -> Ran:
+    """The docs' recipe around `command`, in `path`, as the CI system whose variables
+    `ci(path)` gives runs it (GitHub Actions by default). Its output is read as it was
+    written, carriage returns kept (GitLab's section markers hold them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CI_VARIABLES)}
     done = subprocess.run(
         [*recipe(), "--", *command],
         cwd=path,
         capture_output=True,
-        text=True,
         timeout=RUN_TIMEOUT,
         stdin=subprocess.DEVNULL,
-        env=env,
+        env=env | ci(path),
     )
-    return Ran(done, path)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    return Ran(subprocess.CompletedProcess(done.args, done.returncode, out, err), path)
 
 
 def pytest_command(*options: str) -> list[str]:
@@ -340,3 +349,157 @@ def test_a_parallel_node_suite_run_twice_writes_the_same_reports(around_node: Ra
 
 def test_an_xdist_suite_run_twice_writes_the_same_reports(around_xdist: Ran, tmp_path):
     assert _reports(xdist_suite(tmp_path)) == _reports(around_xdist)
+
+
+# -- Azure Pipelines and GitLab CI -------------------------------------------------------------
+
+# More rules broken than a CI system is shown failures: each request a parameter of its own.
+MANY_RULES = """
+import os
+
+import httpx
+import pytest
+
+API = os.environ["PLATFORM_MOCK_API_URL"]
+HEADERS = {"Authorization": f"Bearer {os.environ['TFY_API_KEY']}"}
+
+
+@pytest.mark.parametrize("n", range(12))
+def test_many_rules(n):
+    httpx.get(f"{API}/personal-access-tokens/ci", headers=HEADERS, params={f"made_up_{n}": 1})
+"""
+
+
+def azure_pipelines(path: Path) -> dict[str, str]:
+    (path / "agent-temp").mkdir()
+    return {"TF_BUILD": "True", "AGENT_TEMPDIRECTORY": str(path / "agent-temp")}
+
+
+def gitlab_ci(path: Path) -> dict[str, str]:
+    return {"GITLAB_CI": "true"}
+
+
+def many_rules_suite(path: Path, ci) -> Ran:
+    (path / "test_sdk.py").write_text(PYTEST_SUITE)
+    (path / "test_many_rules.py").write_text(MANY_RULES)
+    return run_ci(path, *pytest_command(), ci=ci)
+
+
+@pytest.fixture(scope="module")
+def around_azure(tmp_path_factory) -> Ran:
+    return many_rules_suite(tmp_path_factory.mktemp("azure-suite"), azure_pipelines)
+
+
+@pytest.fixture(scope="module")
+def around_gitlab(tmp_path_factory) -> Ran:
+    return many_rules_suite(tmp_path_factory.mktemp("gitlab-suite"), gitlab_ci)
+
+
+AZURE_ISSUE = "##vso[task.logissue type=error]"
+UPLOAD_SUMMARY = "##vso[task.uploadsummary]"
+
+
+def lines_starting(ran: Ran, prefix: str) -> list[str]:
+    return [line for line in ran.done.stdout.split("\n") if line.startswith(prefix)]
+
+
+def test_azure_run_fails_the_job(around_azure: Ran):
+    assert around_azure.done.returncode == 1, around_azure.done.stderr
+
+
+def test_azure_logs_ten_issues_at_most_the_last_counting_the_rest(around_azure: Ran):
+    issues = lines_starting(around_azure, AZURE_ISSUE)
+    assert len(issues) == 10
+    assert "more rule(s) broken" in issues[-1]
+
+
+def test_azure_logs_the_failing_checks_first_then_the_rules_broken(around_azure: Ran):
+    issues = [line.removeprefix(AZURE_ISSUE) for line in lines_starting(around_azure, AZURE_ISSUE)]
+    assert issues[0].startswith("Platform API contract: FAILED: the command (python -m pytest ")
+    assert any(
+        issue.startswith("Contract violation: getOrCreatePersonalAccessToken: ")
+        and "query made_up_" in issue
+        for issue in issues
+    )
+
+
+def test_azure_issue_data_is_escaped_as_its_agent_reads_it(around_azure: Ran):
+    # A `]` or `;` of the data would end the command's properties; a line break would end it.
+    data = [line.removeprefix(AZURE_ISSUE) for line in lines_starting(around_azure, AZURE_ISSUE)]
+    assert all("]" not in one and ";" not in one and "\r" not in one for one in data)
+    assert any("%0Ae.g. GET /api/svc/v1/personal-access-tokens/ci" in one for one in data)
+
+
+def test_azure_uploads_the_summary_written_in_the_agents_temp_directory(around_azure: Ran):
+    (upload,) = lines_starting(around_azure, UPLOAD_SUMMARY)
+    written = Path(upload.removeprefix(UPLOAD_SUMMARY))
+    assert written.parent == around_azure.path / "agent-temp"
+    assert (
+        written.read_text() == (around_azure.path / "contract" / "contract-report.md").read_text()
+    )
+
+
+def test_azure_summary_opens_with_the_verdict(around_azure: Ran):
+    (upload,) = lines_starting(around_azure, UPLOAD_SUMMARY)
+    summary = Path(upload.removeprefix(UPLOAD_SUMMARY)).read_text()
+    assert summary.startswith("### Platform API contract: ❌ FAILED\n")
+
+
+def test_azure_gets_no_github_annotation(around_azure: Ran):
+    assert lines_starting(around_azure, "::") == []
+
+
+SECTION_START = re.compile(
+    r"\x1b\[0Ksection_start:(\d+):platform_api_contract\[collapsed=false\]\r\x1b\[0K"
+    r"Platform API contract"
+)
+SECTION_END = re.compile(r"\x1b\[0Ksection_end:(\d+):platform_api_contract\r\x1b\[0K")
+
+
+def gitlab_section(ran: Ran) -> list[str]:
+    """The lines of the run's GitLab section, its markers included."""
+    lines = ran.done.stdout.split("\n")
+    (start,) = [i for i, line in enumerate(lines) if SECTION_START.fullmatch(line)]
+    (end,) = [i for i, line in enumerate(lines) if SECTION_END.fullmatch(line)]
+    assert start < end
+    return lines[start : end + 1]
+
+
+def test_gitlab_run_fails_the_job(around_gitlab: Ran):
+    assert around_gitlab.done.returncode == 1, around_gitlab.done.stderr
+
+
+def test_gitlab_section_opens_and_closes_under_one_name(around_gitlab: Ran):
+    section = gitlab_section(around_gitlab)
+    opened, closed = SECTION_START.fullmatch(section[0]), SECTION_END.fullmatch(section[-1])
+    assert opened and closed and int(opened[1]) <= int(closed[1])
+
+
+def test_gitlab_section_holds_ten_failures_at_most_the_last_counting_the_rest(around_gitlab: Ran):
+    failures = [line for line in gitlab_section(around_gitlab) if line.startswith("ERROR ")]
+    assert len(failures) == 10
+    assert "more rule(s) broken" in failures[-1]
+    assert failures[0].startswith("ERROR Platform API contract: FAILED: the command")
+
+
+def test_gitlab_gets_neither_annotations_nor_azure_commands(around_gitlab: Ran):
+    assert lines_starting(around_gitlab, "::") == []
+    assert "##vso[" not in around_gitlab.done.stdout
+
+
+# -- the JUnit report every CI system reads -----------------------------------------------------
+
+
+def junit_outcomes(ran: Ran) -> list[ET.Element]:
+    root = ET.parse(ran.path / "contract" / "contract-report.xml").getroot()
+    return [e for tag in ("failure", "error", "skipped") for e in root.iter(tag)]
+
+
+def test_every_failure_and_skip_of_the_runs_junit_has_text(around_azure: Ran):
+    outcomes = junit_outcomes(around_azure)
+    assert {e.tag for e in outcomes} == {"failure", "skipped"}
+    assert [e.get("message") for e in outcomes if not (e.text or "").strip()] == []
+
+
+def test_the_runs_junit_validates_against_the_junit_schema(around_azure: Ran, junit_schema):
+    junit_schema.validate(str(around_azure.path / "contract" / "contract-report.xml"))

@@ -72,7 +72,8 @@ class PlatformMock:
         self.auth = Authenticator(self.store)
         self.journal = Journal(self.config.journal_budget, operations=contract.operations())
         self.faults = Faults(contract.operations(), catalog.conditions())
-        self.report = ContractReport(contract.operations())
+        self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
+        self.report = ContractReport(contract.operations(), self.gateway_prefix)
         self.report.journal_stats = self.journal.stats
         self.journal.observers.append(self.report.add)
         # The same report of the requests since the journal was last cleared: what the live
@@ -82,7 +83,6 @@ class PlatformMock:
         self.journal.cleared.append(self._new_journal_report)
         self.live = Hub(shown.row)  # what the live view (`/__admin/ui`) is told, as it happens
         self.live.watch(self.journal, self.faults)
-        self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
         self._gateway_docs = f"{self.gateway_prefix}/docs"
         self.admin_prefix = ADMIN_PREFIX
         self.worlds: WorldHost | None = None  # set by the server that serves this mock

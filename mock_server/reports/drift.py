@@ -41,7 +41,8 @@ from mock_server.contract.validation import (
 from mock_server.core import errors
 from mock_server.core.masking import last_word, masked, masked_text
 from mock_server.core.media import media_type
-from mock_server.reports.report import percent, rule_names
+from mock_server.reports.explain import rule_names
+from mock_server.reports.report import percent
 from mock_server.services.journal import Entry, mask_body, read_body
 
 # The kinds of difference, as the report names them.

@@ -1,25 +1,107 @@
-"""Why a request missed the contract, and what it came closest to: for the live view.
+"""Why a request missed the contract: the rules it broke, named alike, and what it came closest to.
 
 A violation says what was wrong (`query page_size: is not a parameter of this operation`).
-A client author fixes it faster told what the contract has nearest: the parameter meant
-(`limit`), the value of the closed set meant, the route whose path is nearest to the one
-sent, the methods a path takes. `rules` gives, for each rule a request broke (named as the
-contract report names it), its violations each with such a hint where the contract has one.
+`rules_broken` names the rules a request broke alike across requests and runs, for the
+contract report to count them. A client author fixes them faster told what was sent there
+and what the contract has nearest: the parameter meant (`limit`), the value of the closed
+set meant, the route whose path is nearest to the one sent, the methods a path takes.
+`rules` gives, for each rule a request broke, its violations each with such a hint where
+the contract has one (the live view); `explained` gives the same of each violation, with
+the value sent at its place (the contract report).
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from typing import Any
 
 from mock_server.contract.documents import Operation
 from mock_server.core import errors
-from mock_server.reports.report import rule_name, rules_broken
 from mock_server.services.journal import Entry
 
 _ITEM = re.compile(r"\[[0-9]+\]$")
+_INDEX = re.compile(r"\[[0-9]+\]")
+_STEP = re.compile(r"\[([0-9]+)\]|([^.\[\]]+)")
 CUTOFF = 0.6  # how alike two names must be for one to be offered for the other (difflib)
+MAX_SHOWN_DETAILS = 10  # violations of one request named and explained
+
+
+def rules_broken(entry: Entry) -> list[str]:
+    """The rules of the contract a request broke, named alike across requests and runs: the
+    place in the request (`query limit`, `body manifest.tags[]`) with the violation's
+    message where the request has a violation per place, else the condition's code and
+    message (`40101: No bearer token...`). Indexes in field paths are dropped, values kept
+    out, so that every request that broke one rule is counted under one name."""
+    return rule_names(entry.details) or [f"{entry.code}: {errors.condition(entry.code)}"]
+
+
+def rule_names(details: list[dict[str, Any]]) -> list[str]:
+    """The rules a request's violations (`details`) broke, named as `rules_broken` names
+    them: the place in the request, indexes dropped, values kept out."""
+    named = []
+    for detail in details[:MAX_SHOWN_DETAILS]:
+        name = rule_name(detail)
+        if name and name not in named:
+            named.append(name)
+    return named
+
+
+def rule_name(detail: dict[str, Any]) -> str:
+    """The rule one violation broke, as `rules_broken` names it ("" if it names no place)."""
+    field_ = _INDEX.sub("[]", str(detail.get("field", "")))
+    return " ".join(part for part in (str(detail.get("location", "")), field_) if part)
+
+
+def explained(
+    entry: Entry, operations: dict[str, Operation], gateway_prefix: str
+) -> tuple[list[dict[str, Any]], str]:
+    """The request's violations (the first MAX_SHOWN_DETAILS), each with its `hint` ("" where
+    the contract has none) and, where the request held a value at its place, that value as
+    JSON as `sent` (a query, path or header value is a string); and the hint for the
+    condition it met when it broke no rule of a place (no route, no such method)."""
+    operation = operations.get(entry.operation_id or "")
+    body: list[Any] = []  # read once, if a violation is in the body
+    shown = []
+    for detail in entry.details[:MAX_SHOWN_DETAILS]:
+        location, field = str(detail.get("location", "")), str(detail.get("field", ""))
+        message = str(detail.get("message", ""))
+        one = {**detail, "hint": _hint(location, field, message, operation)}
+        if location == "body" and not body:
+            body.append(entry.body)
+        value = _sent(entry, location, field, body[0] if body else None)
+        if value is not None:
+            one["sent"] = value
+        shown.append(one)
+    condition = "" if shown else _route_hint(entry, operations, gateway_prefix)
+    return shown, condition
+
+
+def _sent(entry: Entry, location: str, field: str, body: Any) -> str | None:
+    """The value a request held at a violation's place, as JSON, if it held one there."""
+    steps = [(int(index) if index else name) for index, name in _STEP.findall(field)]
+    found: Any = None
+    if location == "query" and steps and isinstance(steps[0], str):
+        values = entry.query.get(steps[0])
+        if values and len(steps) > 1 and isinstance(steps[1], int):
+            found = values[steps[1]] if steps[1] < len(values) else None
+        elif values:
+            found = values[0] if len(values) == 1 else values
+    elif location == "path":
+        found = entry.path_params.get(field)
+    elif location == "header":
+        found = entry.headers.get(field.lower())
+    elif location == "body":
+        found = body
+        for step in steps:
+            in_list = isinstance(step, int) and isinstance(found, list) and step < len(found)
+            if not (in_list or (isinstance(found, dict) and step in found)):
+                return None
+            found = found[step]
+        if found is None:
+            return "null"
+    return None if found is None else json.dumps(found, ensure_ascii=False)
 
 
 def rules(

@@ -2,7 +2,9 @@
 
 Per operation: calls, statuses returned, the requests that broke the contract (grouped by
 the rule they broke, each group with its count, the tests that sent them and the first few
-requests in full: a flood of violations gives a report of bounded size), which parameters
+requests in full, each with the value sent at the place of each violation, the contract's
+nearest valid choice (`explain`) and a `curl` line that sends it again (`reproduce`): a
+flood of violations gives a report of bounded size), which parameters
 and filter values were exercised, and the contract's coverage: of its documented statuses,
 query parameters and enum values, the share the client's requests met; and `judge` gives the
 verdict on it. It accumulates for the life of the mock, across resets;
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server.contract.documents import Operation
-from mock_server.core import errors
+from mock_server.reports import explain, reproduce
+from mock_server.reports.explain import MAX_SHOWN_DETAILS, rules_broken
 from mock_server.services.journal import Entry, read_body
 
 UNROUTED = "(no operation)"
@@ -31,9 +33,7 @@ OTHER_RULES = "(other rules)"
 MAX_EXAMPLES = 3  # offending requests kept in full per rule broken
 MAX_TESTS = 10  # tests named per rule broken; the others are counted
 MAX_SHOWN_BODY = 1024  # bytes of an offending request's body kept in the report
-MAX_SHOWN_DETAILS = 10  # violations of one offending request kept in the report
 MAX_SHOWN_TEXT = 500  # characters of each text of an offending request kept in the report
-_INDEX = re.compile(r"\[[0-9]+\]")
 
 
 def _example_key(example: dict[str, Any]) -> tuple[str, str, str]:
@@ -69,6 +69,14 @@ class _Rule:
     other_tests: int = 0  # requests of tests past those
     examples: list[dict[str, Any]] = field(default_factory=list)
 
+    def keeps(self, example: dict[str, Any]) -> bool:
+        """Whether `add` may keep this example: room is left, or it comes before the last kept
+        by test and request (the leading part of `_example_key`). One it cannot keep need
+        not be explained (`ContractReport._explain`)."""
+        if len(self.examples) < MAX_EXAMPLES:
+            return True
+        return _example_key(example)[:2] <= max(_example_key(e)[:2] for e in self.examples)
+
     def add(self, count: int, tests: dict[str, int], other_tests: int, examples: list[Any]) -> None:
         self.count += count
         self.other_tests += other_tests
@@ -93,32 +101,6 @@ class _Rule:
             "otherTests": self.other_tests,
             "examples": self.examples,
         }
-
-
-def rules_broken(entry: Entry) -> list[str]:
-    """The rules of the contract a request broke, named alike across requests and runs: the
-    place in the request (`query limit`, `body manifest.tags[]`) with the violation's
-    message where the request has a violation per place, else the condition's code and
-    message (`40101: No bearer token...`). Indexes in field paths are dropped, values kept
-    out, so that every request that broke one rule is counted under one name."""
-    return rule_names(entry.details) or [f"{entry.code}: {errors.condition(entry.code)}"]
-
-
-def rule_names(details: list[dict[str, Any]]) -> list[str]:
-    """The rules a request's violations (`details`) broke, named as `rules_broken` names
-    them: the place in the request, indexes dropped, values kept out."""
-    named = []
-    for detail in details[:MAX_SHOWN_DETAILS]:
-        name = rule_name(detail)
-        if name and name not in named:
-            named.append(name)
-    return named
-
-
-def rule_name(detail: dict[str, Any]) -> str:
-    """The rule one violation broke, as `rules_broken` names it ("" if it names no place)."""
-    field_ = _INDEX.sub("[]", str(detail.get("field", "")))
-    return " ".join(part for part in (str(detail.get("location", "")), field_) if part)
 
 
 @dataclass
@@ -154,8 +136,9 @@ class _Usage:
 class ContractReport:
     """Accumulates journal entries into a per-operation report."""
 
-    def __init__(self, operations: dict[str, Operation]):
+    def __init__(self, operations: dict[str, Operation], gateway_prefix: str = "/gateway"):
         self._operations = operations
+        self._gateway_prefix = gateway_prefix  # where the nearest route of the gateway is
         self._lock = threading.Lock()
         self._usage: dict[str, _Usage] = {op: _Usage() for op in operations}
         # What the journal's byte budget cost (set by the mock that owns both).
@@ -191,14 +174,23 @@ class ContractReport:
                     "status": entry.status,
                     "code": entry.code,
                     "message": _clip(entry.message),
-                    "details": [
-                        {k: _clip(v) if isinstance(v, str) else v for k, v in d.items()}
-                        for d in entry.details[:MAX_SHOWN_DETAILS]
-                    ],
+                    "details": [_clipped(d) for d in entry.details[:MAX_SHOWN_DETAILS]],
                 }
                 tests = {entry.test: 1} if entry.test else {}
                 for name in rules_broken(entry):
-                    usage.rule(name, entry.status, entry.code).add(1, tests, 0, [example])
+                    rule = usage.rule(name, entry.status, entry.code)
+                    if "curl" not in example and rule.keeps(example):
+                        self._explain(example, entry)
+                    rule.add(1, tests, 0, [example])
+
+    def _explain(self, example: dict[str, Any], entry: Entry) -> None:
+        """What a reviewer fixes from, added to an example the report keeps (only to those:
+        the nearest route is looked for among every route): each violation's value sent and
+        hint, the condition's hint, and a `curl` line that sends the request again."""
+        details, hint = explain.explained(entry, self._operations, self._gateway_prefix)
+        example["details"] = [_clipped(detail) for detail in details]
+        example["hint"] = hint
+        example["curl"] = reproduce.curl(entry)
 
     @staticmethod
     def _cover(usage: _Usage, declared: Operation, query: dict[str, list[str]]) -> None:
@@ -503,6 +495,10 @@ def _clip(text: str | None) -> str | None:
     if text is None or len(text) <= MAX_SHOWN_TEXT:
         return text
     return f"{text[:MAX_SHOWN_TEXT]}... ({len(text)} characters in all)"
+
+
+def _clipped(detail: dict[str, Any]) -> dict[str, Any]:
+    return {k: _clip(v) if isinstance(v, str) else v for k, v in detail.items()}
 
 
 def _shown_body(raw: bytes) -> Any:

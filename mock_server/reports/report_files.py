@@ -1,12 +1,14 @@
-"""The contract report's files: its four formats, where `--report` puts each, and GitHub's.
+"""The contract report's files: its four formats, where `--report` puts each, and each CI's.
 
 A report (`ContractReport.to_dict()`) renders as JSON (every figure), text (the summary a
 terminal shows), JUnit XML (what CI test views read: a test case per operation and
-documented status, a failing one per request that broke the contract) and Markdown (a job
-summary). `targets` reads `--report` values: `FORMAT=PATH`, a file whose suffix names its
-format, or a directory that receives all four; no two formats may share a file. Under
-GitHub Actions the Markdown is appended to the job summary and each violation becomes an
-`::error` annotation.
+documented status, a failing one per rule broken, each failure and skip with text) and
+Markdown (a job summary). The text and Markdown put the rules broken first, each with what
+a reviewer fixes it from (`broken`: the problem, the value sent, the nearest choice, a
+`curl` line). `targets` reads `--report` values: `FORMAT=PATH`, a file whose suffix names
+its format, or a directory that receives all four; no two formats may share a file. Under
+GitHub Actions, Azure Pipelines or GitLab CI, `ci` gives the Markdown and the failures to
+the system as it reads them (`to_ci`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mock_server.core import escape
+from mock_server.core import errors, escape
 from mock_server.core.choices import REPORT_FORMATS
+from mock_server.reports.explain import rule_name
 from mock_server.reports.report import MAX_TESTS, UNROUTED, gaps, operation_gaps, verdict_line
 
 FORMATS = REPORT_FORMATS
@@ -32,6 +35,10 @@ BASENAME = "contract-report"  # of each format's file in a `--report` directory
 MAX_CELL = 200  # characters of a client's text in one line or cell: summaries have limits
 MAX_SUMMARY_RULES = 30  # rules broken listed in the job summary; the JSON has every one
 MAX_ANNOTATIONS = 10  # GitHub shows ten error annotations per step
+MAX_CURL = 2000  # characters of a `curl` line in a report; a longer one is not shown
+# What every request that broke a rule of a place was told first: said once in a report.
+CONTRACT_PREFIX = f"{errors.InvalidRequest.default_message}: "
+NOTHING_SENT = "(nothing)"
 # The verdict's checks as JUnit test cases, named alike in every run.
 CHECK_NAMES = {
     "command": "the command passes",
@@ -197,13 +204,46 @@ def _tests_named(rule: dict[str, Any], limit: int = 3) -> list[str]:
 
 def _example_line(example: dict[str, Any]) -> str:
     """An offending request in one line: what was sent and what it broke, as the client sent
-    it (the caller escapes it for its sink)."""
-    return clip(f"{example['request']} -> {example['status']} {example['message']}", 400)
+    it (the caller escapes it for its sink), less the words every violation begins with."""
+    message = str(example["message"] or "").removeprefix(CONTRACT_PREFIX)
+    return clip(f"{example['request']} -> {example['status']} {message}", 400)
+
+
+@dataclass(frozen=True)
+class Broken:
+    """What a reviewer fixes a rule broken from, as its first request shows it: what the
+    rule says was wrong (`problem`), the value sent at its place (`sent`, as JSON:
+    NOTHING_SENT where the place held none, None for a rule of no place), what the contract
+    has nearest (`hint`), and a
+    `curl` line that sends the request again (None if too long to show). Client text, not
+    yet escaped."""
+
+    problem: str
+    sent: str | None
+    hint: str
+    curl: str | None
+
+
+def broken(rule: dict[str, Any]) -> Broken:
+    """What a reviewer fixes `rule` (of `to_dict()["operations"][...]["violationGroups"]`)
+    from: its first request's violation at the rule's place, or, for a condition (no
+    route, no token), the request's message."""
+    example = rule["examples"][0] if rule["examples"] else {}
+    curl = example.get("curl")
+    shown = curl if curl and len(curl) <= MAX_CURL else None
+    for detail in example.get("details", ()):
+        if rule_name(detail) == rule["rule"]:
+            sent = str(detail.get("sent", NOTHING_SENT))
+            return Broken(str(detail.get("message", "")), sent, str(detail.get("hint", "")), shown)
+    problem = str(example.get("message") or "").removeprefix(CONTRACT_PREFIX)
+    return Broken(problem, None, str(example.get("hint", "")), shown)
 
 
 def text(report: dict[str, Any]) -> str:
-    """A readable summary: the verdict, the figures, and per operation its calls, what was
-    never exercised and each rule broken, with its count, tests and first request."""
+    """A readable summary: the verdict and the figures; each rule broken, by operation, with
+    its count, tests, what was wrong, what was sent, what the contract has nearest, and a
+    `curl` line that sends its first request again; then per operation its calls and what
+    was never exercised."""
     summary = report["summary"]
     coverage = summary["coverage"]
     verdict = _verdict(report)
@@ -221,21 +261,24 @@ def text(report: dict[str, Any]) -> str:
             f"  ({summary['expectedViolations']} more request(s) broke it on purpose, in "
             "tests marked expect_violations)"
         )
-    lines.append("")
+    if any(usage["violationGroups"] for usage in report["operations"].values()):
+        lines += [
+            "",
+            "Rules broken, each with its first request (a request that broke a rule of a place "
+            f'was answered 400 "{CONTRACT_PREFIX}PLACE: PROBLEM"):',
+        ]
+    for op_id, usage in report["operations"].items():
+        if usage["violationGroups"]:
+            lines.append(f"  {escape.text(op_id)}")
+        for rule in usage["violationGroups"]:
+            lines += _rule_text(rule)
+    lines += ["", "Coverage, per operation:"]
     for op_id, usage in report["operations"].items():
         statuses = ", ".join(f"{s}x{n}" for s, n in usage["statuses"].items()) or "-"
         lines.append(f"  {escape.text(op_id):32} calls {usage['calls']:5}  statuses {statuses}")
         missing = operation_gaps(usage)
         if missing and usage["calls"]:
             lines.append(f"    never exercised: {missing}")
-        for rule in usage["violationGroups"]:
-            tests = ", ".join(map(escape.text, map(clip, _tests_named(rule))))
-            by = f" by {tests}" if tests else ""
-            lines.append(
-                f"    VIOLATION {escape.text(clip(rule['rule']))}: {rule['count']} request(s){by}"
-            )
-            for example in rule["examples"][:1]:
-                lines.append(f"      e.g. {escape.text(_example_line(example))}")
     if summary["operationsNotCalled"]:
         lines += ["", f"  never called: {', '.join(summary['operationsNotCalled'])}"]
     dropped = report["journal"]["droppedEntries"]
@@ -246,6 +289,25 @@ def text(report: dict[str, Any]) -> str:
             "budget (this report counts every request)",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _rule_text(rule: dict[str, Any]) -> list[str]:
+    """A rule broken in the text report, each client text escaped."""
+    tests = ", ".join(map(escape.text, map(clip, _tests_named(rule))))
+    by = f" by {tests}" if tests else ""
+    lines = [f"    VIOLATION {escape.text(clip(rule['rule']))}: {rule['count']} request(s){by}"]
+    found = broken(rule)
+    lines.append(f"      problem: {escape.text(clip(found.problem))}")
+    if found.sent is not None:
+        lines.append(f"      sent: {escape.text(clip(found.sent))}")
+    if found.hint:
+        lines.append(f"      nearest: {escape.text(clip(found.hint))}")
+    for example in rule["examples"][:1]:
+        sent = clip(f"{example['request']} -> {example['status']}", 400)
+        lines.append(f"      request: {escape.text(sent)}")
+    if found.curl:
+        lines.append(f"      reproduce: {escape.text(found.curl)}")
+    return lines
 
 
 def _rules(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -268,10 +330,19 @@ def _example_text(example: dict[str, Any]) -> list[str]:
         lines.append(f"query: {clip(json.dumps(example['query']), 1000)}")
     if example["body"] not in (None, ""):
         lines.append(f"body: {clip(json.dumps(example['body']), 1000)}")
-    lines += [
-        clip(f"  {d.get('location', '')} {d.get('field', '')}: {d.get('message', '')}")
-        for d in example["details"]
-    ]
+    for detail in example["details"]:
+        said = (
+            f"  {detail.get('location', '')} {detail.get('field', '')}: {detail.get('message', '')}"
+        )
+        if "sent" in detail:
+            said += f" (sent: {detail['sent']})"
+        if detail.get("hint"):
+            said += f"; nearest: {detail['hint']}"
+        lines.append(clip(said, 400))
+    if example.get("hint"):
+        lines.append(clip(f"nearest: {example['hint']}"))
+    if example.get("curl") and len(example["curl"]) <= MAX_CURL:
+        lines.append(f"reproduce: {example['curl']}")
     return lines
 
 
@@ -379,9 +450,11 @@ def verdict_heading(title: str, verdict: dict[str, Any] | None, unchecked: str =
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """A job summary: the verdict and its checks, the coverage table per operation, then the
-    rules broken (the most broken first, up to MAX_SUMMARY_RULES), with counts, tests and a
-    request each. Whatever the traffic, it stays far under GitHub's 1 MiB."""
+    """A job summary: the verdict and its checks; the rules broken (the most broken first, up
+    to MAX_SUMMARY_RULES), each with its count, tests, what was wrong, what was sent and what
+    the contract has nearest, then a `curl` line per rule that sends its first request
+    again; then the coverage table per operation. Whatever the traffic, it stays far under
+    GitHub's 1 MiB."""
     summary = report["summary"]
     coverage = summary["coverage"]
     verdict = _verdict(report)
@@ -395,6 +468,47 @@ def markdown(report: dict[str, Any]) -> str:
         f"coverage {coverage['percent']}%: {coverage['covered']} of {coverage['total']} "
         "documented statuses, query parameters and enum values exercised; "
         f"{summary['operationsCalled']} of {summary['operationsInContract']} operations called.",
+    ]
+    rules = _rules(report)
+    if rules:
+        lines += [
+            "",
+            "#### Rules broken",
+            "",
+            "A request that broke a rule of a place was answered 400 "
+            f"`{CONTRACT_PREFIX}PLACE: PROBLEM`; each row shows its first request.",
+            "",
+            "| Operation | Rule | Requests | Tests | Problem | Sent | Nearest in the contract |",
+            "|---|---|---:|---|---|---|---|",
+        ]
+        shown = rules[:MAX_SUMMARY_RULES]
+        found = [broken(rule) for _, rule in shown]
+        for (op_id, rule), one in zip(shown, found, strict=True):
+            tests = ", ".join(map(cell, _tests_named(rule))) or "-"
+            sent = "-" if one.sent is None else cell(one.sent)
+            lines.append(
+                f"| {cell(op_id)} | {cell(rule['rule'])} | {rule['count']} | {tests} | "
+                f"{cell(one.problem)} | {sent} | {cell(one.hint) if one.hint else '-'} |"
+            )
+        if len(rules) > MAX_SUMMARY_RULES:
+            lines += [
+                "",
+                f"{len(rules) - MAX_SUMMARY_RULES} more rule(s) broken: every one is in the "
+                "full report (JSON).",
+            ]
+        lines += [
+            "",
+            "To send each rule's first request again (`PLATFORM_MOCK_URL`: a mock's base URL, "
+            "as `platform-mock run` sets it; `TOKEN`: a token of its user, from "
+            "`platform-mock token`):",
+            "",
+        ]
+        for (op_id, rule), one in zip(shown, found, strict=True):
+            command = escape.markdown_code(one.curl) if one.curl else "(too long to show here)"
+            lines.append(f"- {cell(op_id)} {cell(rule['rule'])}: {command}")
+    lines += [
+        "",
+        "#### Coverage",
         "",
         "| Operation | Calls | Coverage | Statuses returned | Never exercised | Violations |",
         "|---|---:|---:|---|---|---:|",
@@ -412,28 +526,6 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {cell(op_id)} | {usage['calls']} | {share} | {returned} | "
             f"{', '.join(missing) or '-'} | {usage['violations']} |"
         )
-    rules = _rules(report)
-    if rules:
-        lines += [
-            "",
-            "#### Rules broken",
-            "",
-            "| Operation | Rule | Requests | Tests | Example |",
-            "|---|---|---:|---|---|",
-        ]
-        for op_id, rule in rules[:MAX_SUMMARY_RULES]:
-            tests = ", ".join(map(cell, _tests_named(rule))) or "-"
-            example = rule["examples"][0] if rule["examples"] else None
-            shown = cell(_example_line(example)) if example else "-"
-            lines.append(
-                f"| {cell(op_id)} | {cell(rule['rule'])} | {rule['count']} | {tests} | {shown} |"
-            )
-        if len(rules) > MAX_SUMMARY_RULES:
-            lines += [
-                "",
-                f"{len(rules) - MAX_SUMMARY_RULES} more rule(s) broken: every one is in the "
-                "full report (JSON).",
-            ]
     return "\n".join(lines) + "\n"
 
 

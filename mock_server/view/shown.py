@@ -20,7 +20,6 @@ from mock_server.contract.documents import Operation
 from mock_server.core import escape
 from mock_server.core.curl import curl_command
 from mock_server.reports import explain
-from mock_server.reports.report import rules_broken
 from mock_server.services.journal import BODY_LIMIT, Entry, read_body
 from mock_server.view.browse import Record
 
@@ -53,7 +52,9 @@ def row(entry: Entry) -> dict[str, Any]:
         "expected": entry.expected,
         "fault": entry.fault,
         "dropped": entry.dropped,
-        "rules": [escape.text(rule) for rule in rules_broken(entry)] if entry.violation else [],
+        "rules": (
+            [escape.text(rule) for rule in explain.rules_broken(entry)] if entry.violation else []
+        ),
     }
 
 
