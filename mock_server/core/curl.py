@@ -28,6 +28,7 @@ NOT_SENT = frozenset(
 )
 # What a path segment may hold as it is (RFC 3986 `pchar`); the rest is percent-encoded.
 _PATH_SAFE = "/:@!$&'()*+,;="
+BEARER = '"Authorization: Bearer $TOKEN"'  # the request's credential, from the shell
 
 
 def curl_command(
@@ -36,9 +37,14 @@ def curl_command(
     query: Mapping[str, list[str]],
     headers: Mapping[str, str],
     body: bytes = b"",
+    *,
+    authorization: str = BEARER,
+    max_body: int | None = None,
 ) -> str:
     """The `curl` line that sends this request again (see the module); `headers` by their
-    lower-case names, credentials hidden, as the journal keeps them."""
+    lower-case names, credentials hidden, as the journal keeps them. `authorization` is the
+    quoted header word sent for the request's `Authorization`; a body over `max_body` bytes
+    is read from `body.json` instead of written into the line."""
     words = ["curl", "-sS"]
     if method == "HEAD":
         words.append("--head")
@@ -52,7 +58,7 @@ def curl_command(
     left_out: list[str] = []
     for name, value in headers.items():
         if name == "authorization":
-            words += ["-H", '"Authorization: Bearer $TOKEN"']
+            words += ["-H", authorization]
         elif masking.HIDDEN in value and masking.holds_credential(name):
             left_out.append(name)
         elif name not in NOT_SENT:
@@ -60,7 +66,10 @@ def curl_command(
     if body:
         if "content-type" not in headers:  # else curl would send it as a form's
             words += ["-H", "'content-type:'"]
-        words += ["--data-binary", shlex.quote(_body(body))]
+        if max_body is not None and len(body) > max_body:
+            words += ["--data-binary", "@body.json", f"# its body of {len(body)} bytes"]
+        else:
+            words += ["--data-binary", shlex.quote(_body(body))]
     if left_out:
         words.append(f"# not sent, hidden: {', '.join(left_out)}")
     return " ".join(words)

@@ -1,4 +1,6 @@
-"""A `curl` command line that sends a journaled request again, to any mock.
+"""A `curl` command line that sends a journaled request again, to any mock: which of its
+headers and credential a report's line sends; `core.curl` writes the line, as it does the
+live view's "Copy as curl".
 
 A reviewer reads it in a report a whole team sees, so it names neither the mock's address nor
 a credential: the base URL is `$PLATFORM_MOCK_URL` and the token `$TOKEN`, both read from the
@@ -13,57 +15,31 @@ escaping (`escape.text`) shows escaped, and which is then not sent as it was.
 
 from __future__ import annotations
 
-import json
-import shlex
-from urllib.parse import quote
-
-from mock_server.core import errors, escape
+from mock_server.core import errors
+from mock_server.core.curl import BEARER, curl_command
 from mock_server.services.journal import Entry
 
 MAX_BODY = 1024  # bytes of a body written into the line; past it, the line says so
 # The headers the journal keeps that change what the mock makes of a request.
 HEADERS = ("content-type", "prefer", "x-platform-metadata")
-# What a path segment may hold as it is (RFC 3986 `pchar`); the rest is percent-encoded.
-_PATH_SAFE = "/:@!$&'()*+,;="
 # For a request refused for a token that was no JWT: one, the credential as every output
 # shows it, hidden (no sink's masking changes it).
 NOT_A_JWT = "'Authorization: Bearer <hidden>'"
 
 
 def curl(entry: Entry) -> str:
-    """The `curl` line that sends `entry`'s request again (see the module)."""
-    words = ["curl", "-sS"]
-    if entry.method == "HEAD":
-        words.append("--head")
-    elif entry.method != "GET" or entry.raw_body:
-        words += ["-X", shlex.quote(entry.method)]
-    target = quote(entry.path, safe=_PATH_SAFE)
-    pairs = [(key, value) for key, values in entry.query.items() for value in values]
-    if pairs:
-        target += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in pairs)
-    words.append(f'"$PLATFORM_MOCK_URL"{shlex.quote(target)}')
-    if entry.code == errors.MalformedToken.code:
-        words += ["-H", NOT_A_JWT]
-    elif entry.code != errors.MissingToken.code:
-        words += ["-H", '"Authorization: Bearer $TOKEN"']
-    for name in HEADERS:
-        if name in entry.headers:
-            words += ["-H", shlex.quote(f"{name}: {entry.headers[name]}")]
-    raw = entry.shown_body
-    if raw:
-        if "content-type" not in entry.headers:  # else curl would send a form's
-            words += ["-H", "'content-type:'"]
-        if len(raw) > MAX_BODY:
-            words += ["--data-binary", "@body.json", f"# its body of {len(raw)} bytes"]
-        else:
-            words += ["--data-binary", shlex.quote(_body(raw))]
-    return " ".join(words)
-
-
-def _body(raw: bytes) -> str:
-    """A body as the line sends it: JSON as the same JSON made inert, text as it is."""
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        return escape.json_text(json.loads(text))
-    except (ValueError, RecursionError):
-        return text
+    """The `curl` line that sends `entry`'s request again (see the module): the headers that
+    change what the mock makes of it, and a credential unless the request lacked one."""
+    headers = {name: entry.headers[name] for name in HEADERS if name in entry.headers}
+    if entry.code != errors.MissingToken.code:
+        headers = {"authorization": "", **headers}
+    bearer = NOT_A_JWT if entry.code == errors.MalformedToken.code else BEARER
+    return curl_command(
+        entry.method,
+        entry.path,
+        entry.query,
+        headers,
+        entry.shown_body or b"",
+        authorization=bearer,
+        max_body=MAX_BODY,
+    )
