@@ -410,13 +410,12 @@ def render_error(
         allowed = allowed_methods(request.scope)
         if allowed:
             headers["Allow"] = ", ".join(allowed)
+    answer = errors.error_answer(error, gateway=on_gateway(request.scope, gateway_prefix))
     return ConnexionResponse(
-        status_code=error.status,
+        status_code=answer.status,
         mimetype="application/json",
         content_type="application/json",
-        body=orjson.dumps(
-            error.gateway_body() if on_gateway(request.scope, gateway_prefix) else error.body()
-        ),
+        body=answer.body,
         headers=headers,
     )
 

@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-import orjson
 from connexion.middleware import routing as connexion_routing
 from starlette.datastructures import Headers
 from starlette.routing import Mount, Route, Router
@@ -212,17 +211,9 @@ class RequestLimits:
         if scope["type"] == "http":
             problem = request_problem(scope)
             if problem is not None:
-                await refuse(problem, send)
+                await errors.send_error(send, problem)
                 return None
         return await self.app(scope, receive, send)
-
-
-async def refuse(error: errors.PlatformError, send: Send) -> None:
-    """Answer a request with an error of its own, before any other layer has seen it."""
-    body = orjson.dumps(error.body())
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -233,12 +233,6 @@ def caller_of(authorization: str | None) -> TokenClaims | None:
     return TokenClaims(subject_type, subject_id, name, tenant if isinstance(tenant, str) else None)
 
 
-def _error_answer(status: int, code: int, message: str) -> tuple[int, list[Any], bytes]:
-    body = orjson.dumps(errors.error_body(status, code, message, []))
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    return status, headers, body
-
-
 async def _read_body(receive: Receive) -> bytes | None:
     """The request's body, or None when it is over MAX_REQUEST_BODY (the rest unread)."""
     chunks, size, more = [], 0, True
@@ -329,7 +323,7 @@ class Proxy:
             status, code = REQUEST_TOO_LARGE
             message = f"Request body is over the proxy's limit of {MAX_REQUEST_BODY} bytes"
             exchange.request_problems = [{"location": "body", "field": "", "message": message}]
-            await self._answer(send, *_error_answer(status, code, message))
+            await self._answer(send, *errors.other_error_answer(status, code, message))
             self._record(exchange, status, started)
             return
         if operation is not None:
@@ -353,7 +347,7 @@ class Proxy:
             status, code = UNFORWARDABLE
             message = f"The request cannot be forwarded: {exc}"
             exchange.request_problems.append({"location": "path", "field": "", "message": message})
-            await self._answer(send, *_error_answer(status, code, masked_text(message)))
+            await self._answer(send, *errors.other_error_answer(status, code, masked_text(message)))
             self._record(exchange, status, started)
             return
         deadline = asyncio.get_running_loop().time() + self.timeout
@@ -405,7 +399,7 @@ class Proxy:
     ) -> None:
         exchange.message = masked_text(message)
         if not answered:
-            await self._answer(send, *_error_answer(*answer, exchange.message))
+            await self._answer(send, *errors.other_error_answer(*answer, exchange.message))
         self._record(exchange, None, started)
 
     async def _checked(
