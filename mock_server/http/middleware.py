@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server.core import errors, masking
 from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
-from mock_server.http.request_log import UNAUTHENTICATED, caller_of, log_entry
+from mock_server.http.request_log import UNAUTHENTICATED, caller_of
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
 from mock_server.services.journal import BODY_LIMIT, Entry, Journal
@@ -99,8 +99,7 @@ async def journaled(
             response_bytes=response_bytes,
             credentials=masking.credentials_of(headers),
         )
-        journal.record(entry)
-        log_entry(entry, scope)
+        journal.record(entry)  # which its readers (report, live view, request log) read
 
     async def receive_() -> Message:
         message = await receive()
