@@ -60,8 +60,8 @@ between request and response validation; `middleware.py` holds the mock's own
 ASGI layers and `request_log.py` the request log, which read Connexion's routing context
 (`ROUTING_CONTEXT`) and the request's `Exchange` (`mock_server.services.exchange`); `cors.py` puts
 Starlette's CORS middleware around everything but the admin API; `hosts.py` guards the
-admin API's host and origin, inside `RequestLimits`; `events.py` streams the live view's events, placed
-before response validation (which would hold a stream until its end).
+admin API's host and origin, inside `RequestLimits`; `events.py` streams the live view's
+events, placed before response validation (which would hold a stream until its end).
 """
 
 from mock_server.http.app import build_connexion_app
