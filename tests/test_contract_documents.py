@@ -17,7 +17,7 @@ from mock_server.contract import documents as contract
 from mock_server.core import errors
 from mock_server.handlers import catalog
 from mock_server.http.app import argument_name
-from tests import tables
+from tools import tables
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = {
@@ -470,17 +470,24 @@ def test_error_table_in_the_readme_matches_the_error_classes():
     ]
 
 
-# -- the tables written from the contract and the error classes (tests/tables.py) -----------
+# -- the tables written from the contract and the error classes (tools/tables.py) -----------
+
+
+def _bad_input_cases() -> int:
+    from tests import test_bad_inputs  # the suite itself: imported only when counted
+
+    return tables.cases(test_bad_inputs)
 
 
 def test_the_readmes_tables_are_written_from_the_contract_and_the_error_classes():
     text = (ROOT / "README.md").read_text()
-    assert text == tables.readme(text), "run `python -m tests.tables` to write them"
+    written = tables.readme(text, _bad_input_cases())
+    assert text == written, "run `python -m tools.tables` to write them"
 
 
 def test_the_specs_error_table_is_written_from_the_error_classes():
     text = (ROOT / "spec" / contract.CONTROL_PLANE_SPEC).read_text()
-    assert text == tables.spec(text), "run `python -m tests.tables` to write it"
+    assert text == tables.spec(text), "run `python -m tools.tables` to write it"
 
 
 def test_a_new_operation_gets_the_next_number_and_a_gone_one_its_row_removed():
@@ -505,7 +512,7 @@ def test_a_new_operation_gets_the_next_number_and_a_gone_one_its_row_removed():
 def test_a_readme_that_lost_a_written_phrase_fails_rather_than_goes_unchecked(phrase):
     text = phrase.sub("(gone)", (ROOT / "README.md").read_text())
     with pytest.raises(AssertionError, match="matches 0 places"):
-        tables.readme(text)
+        tables.readme(text, _bad_input_cases())
 
 
 def test_the_bad_input_count_is_the_number_of_cases_pytest_collects():

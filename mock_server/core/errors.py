@@ -12,7 +12,7 @@ every door (the app, the TCP protocol, the host and path fences, the view page, 
 URLs, the proxy) answers through them, and `tests/test_error_bodies.py` fails on a second
 writer. The table of conditions in
 `spec/control-plane.yaml` (`info.description`) and in the README is written from these
-classes (`python -m tests.tables`), and a test fails while either differs.
+classes (`python -m tools.tables`), and a test fails while either differs.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class PlatformError(Exception):
     code: ClassVar[int] = 50001
     default_message: ClassVar[str] = "Internal error"
     # The row of the error tables (the spec's and the README's, written from these classes by
-    # `python -m tests.tables`): when the condition holds.
+    # `python -m tools.tables`): when the condition holds.
     condition: ClassVar[str] = ""
     # Whether the condition means the request itself broke the contract (wrong shape, unknown
     # route or method, no usable bearer token, unsupported body), not a rule of the platform:

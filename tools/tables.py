@@ -2,7 +2,7 @@
 one source: the contract (`contract.operations()`) and the error classes
 (`mock_server.core.errors`).
 
-`python -m tests.tables` writes them in place; `tests/test_contract_documents.py` fails while
+`python -m tools.tables` writes them in place; `tests/test_contract_documents.py` fails while
 a document differs from what this writes, so no row is kept by hand:
 
 - README, "The operations": one row per operation of the contract. The rows keep their
@@ -10,7 +10,9 @@ a document differs from what this writes, so no row is kept by hand:
   the row of an operation the contract no longer has goes.
 - README, "Reliability": the number of operations the fuzzing covers, the workflows of
   linked calls it runs (the spec's links, `contract.workflows()`), and the number of cases
-  of the bad-input suite (which pages every paginated operation).
+  of the bad-input suite (which pages every paginated operation), as pytest collects them
+  (`collected`); the test that checks the README counts them from the suite's module
+  (`cases`), and the two agree while every case is a `parametrize` mark.
 - README, "Errors", and `spec/control-plane.yaml` (`info.description`): one row per error
   class, `condition | status | code`.
 """
@@ -18,7 +20,9 @@ a document differs from what this writes, so no row is kept by hand:
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
+from collections.abc import Callable
 from math import prod
 from pathlib import Path
 from types import ModuleType
@@ -95,16 +99,29 @@ def cases(module: ModuleType) -> int:
     return total
 
 
-def readme(text: str) -> str:
-    """The README with its generated tables, counts and lists as they should be."""
-    from tests import test_bad_inputs  # the suite itself: imported only when counted
+def collected(test_file: str) -> int:
+    """How many test cases pytest collects from a test file of the repository."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", test_file],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"^(\d+) tests? collected", done.stdout, re.MULTILINE)
+    assert found, f"pytest collected nothing from {test_file}: {done.stdout[-500:]}"
+    return int(found[1])
 
+
+def readme(text: str, bad_input_cases: int) -> str:
+    """The README with its generated tables, counts and lists as they should be, given the
+    number of cases of the bad-input suite."""
     text = _replace_table(text, OPERATIONS_HEAD, operations_table(text))
     text = _replace_table(text, ERRORS_HEAD, errors_table())
     text = _once(COUNTED, f"all {len(contract.operations())} operations", text)
     named = ", ".join(f"`{workflow}`" for workflow in contract.workflows())
     text = _once(WORKFLOWS, f"the spec's workflows: {named})", text)
-    return _once(BAD_INPUTS, rf"\g<1>{cases(test_bad_inputs)} cases", text)
+    return _once(BAD_INPUTS, rf"\g<1>{bad_input_cases} cases", text)
 
 
 def _once(pattern: re.Pattern[str], replacement: str, text: str) -> str:
@@ -121,7 +138,12 @@ def spec(text: str) -> str:
 
 
 def main() -> int:
-    for path, write in ((README, readme), (SPEC, spec)):
+    bad_input_cases = collected("tests/test_bad_inputs.py")
+    writers: tuple[tuple[Path, Callable[[str], str]], ...] = (
+        (README, lambda text: readme(text, bad_input_cases)),
+        (SPEC, spec),
+    )
+    for path, write in writers:
         text = path.read_text()
         written = write(text)
         if written != text:
