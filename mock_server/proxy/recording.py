@@ -1112,7 +1112,7 @@ class _Writer:
         found: str | None = self.world.subjects[(type_, name)].get("id")
         return found
 
-    def _users(self) -> list[dict[str, Any]]:
+    def _users(self) -> list[fixture_format.UserRecord]:
         world = self.world
         emails = [name for (type_, name) in world.subjects if type_ == "user"]
         if world.first_user in emails:  # development tokens name the first user: the caller

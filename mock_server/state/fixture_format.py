@@ -9,7 +9,7 @@ each area's `dump`) and the recording of a world seen through the proxy
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 # The sections of a fixture document in the order they are applied: a record may name only
 # records of an earlier section (a grant names a secret group, an application a workspace).
@@ -52,30 +52,80 @@ def with_id(record: dict[str, Any], record_id: Any) -> dict[str, Any]:
     return {**record, "id": record_id} if record_id else record
 
 
-def user(email: str, display_name: str | None = None, user_id: str | None = None) -> dict[str, Any]:
-    record: dict[str, Any] = {"email": email}
+class UserRecord(TypedDict):
+    email: str
+    displayName: NotRequired[str]
+    id: NotRequired[str]
+
+
+class NamedRecord(TypedDict):
+    """A record named and identified only: a virtual account, an agent, a cluster."""
+
+    name: str
+    id: NotRequired[str]
+
+
+class TeamRecord(NamedRecord):
+    members: list[str]
+
+
+class WorkspaceRecord(TypedDict):
+    name: str
+    cluster: str
+    id: NotRequired[str]
+
+
+class ResourceRecord(TypedDict):
+    type: str
+    name: str
+    fqn: str
+    id: NotRequired[str]
+
+
+class GrantRecord(TypedDict):
+    """A grant of `role` on a resource (`type:name`) to a subject (`type:name`)."""
+
+    subject: str
+    role: str
+    resource: str
+
+
+def user(email: str, display_name: str | None = None, user_id: str | None = None) -> UserRecord:
+    record = UserRecord(email=email)
     if display_name:
         record["displayName"] = display_name
-    return with_id(record, user_id)
+    if user_id:
+        record["id"] = user_id
+    return record
 
 
-def named(name: str, record_id: str | None = None) -> dict[str, Any]:
-    """A record named and identified only: a virtual account, an agent, a cluster."""
-    return with_id({"name": name}, record_id)
+def named(name: str, record_id: str | None = None) -> NamedRecord:
+    record = NamedRecord(name=name)
+    if record_id:
+        record["id"] = record_id
+    return record
 
 
-def team(name: str, record_id: str | None, members: Iterable[str]) -> dict[str, Any]:
-    return {**named(name, record_id), "members": list(members)}
+def team(name: str, record_id: str | None, members: Iterable[str]) -> TeamRecord:
+    if record_id:  # the id before the members, as a team is read
+        return TeamRecord(name=name, id=record_id, members=list(members))
+    return TeamRecord(name=name, members=list(members))
 
 
-def workspace(name: str, cluster: str, record_id: str | None = None) -> dict[str, Any]:
-    return with_id({"name": name, "cluster": cluster}, record_id)
+def workspace(name: str, cluster: str, record_id: str | None = None) -> WorkspaceRecord:
+    record = WorkspaceRecord(name=name, cluster=cluster)
+    if record_id:
+        record["id"] = record_id
+    return record
 
 
-def resource(type_: str, name: str, fqn: str, record_id: str | None = None) -> dict[str, Any]:
-    return with_id({"type": type_, "name": name, "fqn": fqn}, record_id)
+def resource(type_: str, name: str, fqn: str, record_id: str | None = None) -> ResourceRecord:
+    record = ResourceRecord(type=type_, name=name, fqn=fqn)
+    if record_id:
+        record["id"] = record_id
+    return record
 
 
-def grant(subject: str, role: str, on: str) -> dict[str, Any]:
+def grant(subject: str, role: str, on: str) -> GrantRecord:
     """A grant of `role` on a resource (`type:name`) to a subject (`type:name`)."""
-    return {"subject": subject, "role": role, "resource": on}
+    return GrantRecord(subject=subject, role=role, resource=on)
