@@ -53,7 +53,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import invalid_request
-from mock_server.core import errors, escape
+from mock_server.core import errors, escape, wire
 from mock_server.core.coordinates import base_url, reached_url
 from mock_server.handlers import catalog
 from mock_server.handlers.context import Answer, Call, Mock, serving
@@ -284,7 +284,7 @@ class PlannedView:
     ):
         self.operation_id = operation_id
         self.handler = handler
-        self.dumps: Callable[[Any], bytes] = escape.json_bytes if admin else orjson.dumps
+        self.dumps: Callable[[Any], bytes] = escape.json_bytes if admin else wire.json_bytes
         self.mock = mock
         self.accepted = frozenset(inspect.signature(handler).parameters)
         self.names: dict[str, str | None] = {}
