@@ -3,11 +3,12 @@
     python bench/fuzz.py --examples 500 --seed 7
 
 Starts a mock on the default world (`BackgroundServer(PlatformMock())`) and runs the checks of
-`tests/test_fuzz.py` (same schemas, configuration, dictionaries, hooks and custom checks) with
-more examples: every operation of both documents gets `--examples` generated requests, positive
-and negative, each on a fresh world; then each linked workflow runs `--scenarios` state-machine
-scenarios. Unlike the test, a failure does not stop the run: every failing request is counted,
-and the summary lists each distinct failure once with a curl command that reproduces it.
+`tests/test_fuzz.py` with more examples (both use `bench/fuzzing.py`: the same schemas,
+configuration, dictionaries, hooks and custom checks): every operation of both documents
+gets `--examples` generated requests, positive and negative, each on a fresh world; then
+each linked workflow runs `--scenarios` state-machine scenarios. Unlike the test, a failure
+does not stop the run: every failing request is counted, and the summary lists each
+distinct failure once with a curl command that reproduces it.
 Exit status 1 when anything failed.
 """
 
@@ -31,9 +32,7 @@ from hypothesis import strategies as st  # noqa: E402
 from schemathesis import Case, GenerationMode, Response  # noqa: E402
 from schemathesis.core.failures import Failure, FailureGroup, ServerError  # noqa: E402
 
-from mock_server import MockConfig, PlatformMock  # noqa: E402
-from mock_server.http.server import BackgroundServer  # noqa: E402
-from tests.test_fuzz import (  # noqa: E402
+from bench.fuzzing import (  # noqa: E402
     CONTROL_PLANE,
     GATEWAY,
     KEY,
@@ -42,10 +41,12 @@ from tests.test_fuzz import (  # noqa: E402
     WORLD,
     WORLD_SEED,
     ContractModel,
-    _linked_contract,
-    _world_dictionaries,
     business_rule_400_only,
+    linked_contract,
+    world_dictionaries,
 )
+from mock_server import MockConfig, PlatformMock  # noqa: E402
+from mock_server.http.server import BackgroundServer  # noqa: E402
 
 MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
 
@@ -134,7 +135,7 @@ def fuzz_operations(mock: PlatformMock, server: BackgroundServer, tally: Tally, 
 
 
 def _workflow_machine(links, label: str, mock: PlatformMock, server, tally: Tally) -> type:
-    base = _linked_contract(links).as_state_machine()
+    base = linked_contract(links).as_state_machine()
 
     class Workflow(base):  # type: ignore[misc, valid-type]
         def setup(self) -> None:
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("mock_server").setLevel(logging.CRITICAL)
     # Seed 0: the world the dictionaries of tests/test_fuzz.py name, signed with its key.
     mock = PlatformMock(MockConfig(signing_key=KEY))
-    if _world_dictionaries(mock.store) != WORLD or mock.auth.dev_token() != TOKEN:
+    if world_dictionaries(mock.store) != WORLD or mock.auth.dev_token() != TOKEN:
         parser.error("the default world is not the one tests/test_fuzz.py fuzzes")
     tally = Tally()
     started = time.monotonic()

@@ -1249,7 +1249,9 @@ def test_reset_with_fixtures_that_cannot_enter_is_a_400_and_changes_nothing(admi
 
 @pytest.fixture
 def world(admin) -> Iterator[dict]:
-    created = admin.post("/worlds", json={})
+    # A world is a mock built and served anew: on a busy machine that takes more than
+    # httpx's default 5 s, which would fail the test for the machine's load alone.
+    created = admin.post("/worlds", json={}, timeout=120)
     assert created.status_code == 201, created.text
     yield created.json()
     admin.delete(f"/worlds/{created.json()['id']}")

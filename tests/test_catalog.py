@@ -14,6 +14,7 @@ import pytest
 from mock_server.contract import documents as contract
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import catalog
+from mock_server.handlers.operation import Example
 from mock_server.state import Store
 from tests.budget import budget
 from tests.conftest import new_store
@@ -79,6 +80,32 @@ PLATFORM = [pytest.param(op, id=op) for op in catalog.PLATFORM]
 def test_example_is_a_request_of_its_operation(operation_id):
     example, operation = catalog.example(operation_id), contract.operations()[operation_id]
     assert (example.method, example.path) == (operation.method, operation.path)
+
+
+@pytest.mark.parametrize("operation_id", PLATFORM)
+def test_example_keeps_the_rules_of_examples(operation_id):
+    problems = catalog.example(operation_id).problems(
+        contract.operations()[operation_id].parameters
+    )
+    assert problems == [], f"the example of {operation_id} " + "; ".join(problems)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param({"limit": 5}, id="limit"),
+        pytest.param({"offset": 10}, id="offset"),
+        pytest.param({"limit": 5, "offset": 10}, id="both"),
+    ],
+)
+def test_a_paginated_operations_example_that_pages_breaks_a_rule(query):
+    example = Example("GET", "/api/svc/v1/things", query=query)
+    (problem,) = example.problems(["limit", "offset", "q"])
+    assert "sets neither limit nor offset" in problem
+
+
+def test_an_operation_without_paging_may_have_an_example_with_a_limit():
+    assert Example("GET", "/api/svc/v1/things", query={"limit": 5}).problems(["limit"]) == []
 
 
 @pytest.mark.parametrize("operation_id", PLATFORM)

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from mock_server.contract import documents as contract
-from tests import curls, tables
+from tools import curls, tables
 
 TEXT = tables.CURL_PAGE.read_text()
 WRITTEN = curls.BLOCK.findall(TEXT)
@@ -22,7 +22,7 @@ CURLRC = 'write-out = "\\n%{http_code}"\n'
 
 
 def test_the_page_is_written_from_the_contract():
-    assert tables.curl_page(TEXT) == TEXT, "run `python -m tests.tables` to write it"
+    assert tables.curl_page(TEXT) == TEXT, "run `python -m tools.tables` to write it"
 
 
 def test_every_operation_of_the_contract_has_one_curl():

@@ -23,12 +23,15 @@ import httpx
 import pytest
 from openai import APIStatusError, OpenAI
 
+from mock_server.contract.documents import GATEWAY_SPEC, operations
+from mock_server.contract.routing import Router
 from mock_server.core.masking import HIDDEN
 from mock_server.handlers.session import CLIENT_CONFIG
-from mock_server.http.mock import PlatformMock
+from mock_server.http.mock import MockConfig, PlatformMock
 from mock_server.http.server import BackgroundServer
+from mock_server.http.transport import MockTransport
 from mock_server.proxy import forward as proxy_module
-from mock_server.proxy.forward import BackgroundProxy, Proxy, Router, caller_of
+from mock_server.proxy.forward import BackgroundProxy, Proxy, caller_of
 from mock_server.pytest_plugin import ssl_context
 from mock_server.reports import drift, drift_files
 from mock_server.reports.drift import Difference, DriftReport, ProxiedExchange, check
@@ -560,3 +563,34 @@ def test_a_request_no_url_can_carry_is_refused_unforwarded(platform):
 
     asyncio.run(proxy(scope, receive, send))
     assert (sent[0]["status"], json.loads(sent[1]["body"])["code"]) == (400, 40001)
+
+
+def test_the_router_takes_a_concrete_path_before_a_templated_one():
+    # GET is not an operation of /artifact-versions/files: the mock's 405, not getArtifactVersion.
+    assert Router("/llm").match("GET", "/api/svc/v1/artifact-versions/files") is None
+
+
+def _every_documented_request() -> list[tuple[str, str]]:
+    paths = sorted(
+        {("/llm" if o.document == GATEWAY_SPEC else "") + o.path for o in operations().values()}
+    )
+    return [
+        (method, re.sub(r"\{[^}]+\}", "x-1", path))
+        for path in paths
+        for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+    ]
+
+
+def test_the_router_and_the_mock_route_every_documented_path_alike():
+    mock = PlatformMock(MockConfig(gateway_prefix="/llm"))
+    differ = []
+    with httpx.Client(transport=MockTransport(mock), base_url="http://localhost") as client:
+        for method, path in _every_documented_request():
+            client.request(method, path)
+            entry = mock.journal.last
+            mocks = entry.operation_id if entry is not None and entry.path == path else None
+            matched = Router("/llm").match(method, path)
+            ours = matched[0].operation_id if matched else None
+            if ours != mocks:
+                differ.append((method, path, ours, mocks))
+    assert differ == []

@@ -8,8 +8,10 @@ a 500.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -444,3 +446,55 @@ def test_empty_object_body_lists_missing_required_fields(client, calls, operatio
 def test_path_with_a_double_slash_is_404_40401(server, token, path):
     response = httpx.get(server.url + path, headers={"Authorization": f"Bearer {token}"})
     platform_error(response, 404, 40401)
+
+
+# The one writer of the error body on the wire is `errors.error_answer` (and `send_error`
+# over ASGI); a door that writes the body itself would drift from it.
+ONE_WRITER = "mock_server/core/errors.py"
+
+
+def second_writers(source: str) -> list[str]:
+    """Where a module writes the platform error body itself: it builds the body's dict (a
+    literal with `statusCode`), or takes an error's body (`.body()`, `.gateway_body()`,
+    `error_body(...)`) to write it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Dict) and any(
+            isinstance(key, ast.Constant) and key.value == "statusCode" for key in node.keys
+        ):
+            found.append(f"line {node.lineno}: a dict with statusCode")
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+            if name in ("error_body", "gateway_body") or (
+                name == "body" and isinstance(node.func, ast.Attribute) and not node.args
+            ):
+                found.append(f"line {node.lineno}: {name}(...)")
+    return found
+
+
+def test_only_the_errors_module_writes_the_error_body():
+    root = Path(__file__).resolve().parent.parent
+    writers = {
+        str(path.relative_to(root)): found
+        for path in sorted((root / "mock_server").rglob("*.py"))
+        if str(path.relative_to(root)) != ONE_WRITER
+        and (found := second_writers(path.read_text(encoding="utf-8")))
+    }
+    assert writers == {}, f"write the error body through errors.error_answer: {writers}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("body = orjson.dumps(error.body())", id="an-error's-body"),
+        pytest.param("body = orjson.dumps(error.gateway_body())", id="a-gateway-body"),
+        pytest.param("body = errors.error_body(404, 40401, 'no', [])", id="error_body"),
+        pytest.param('body = {"statusCode": 404, "message": "no"}', id="a-literal"),
+    ],
+)
+def test_the_second_writer_check_finds_a_hand_written_body(source):
+    assert second_writers(source) != []
+
+
+def test_the_second_writer_check_passes_the_one_writer():
+    assert second_writers("status, headers, body = errors.error_answer(error)") == []

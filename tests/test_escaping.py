@@ -12,7 +12,7 @@ import unicodedata
 import orjson
 import pytest
 
-from mock_server.core import escape
+from mock_server.core import escape, wire
 from tests.corpus import CORPUS, unescaped
 
 # One character of each category escaped, and the characters a hand-made list missed.
@@ -97,3 +97,9 @@ def test_escaping_twice_changes_nothing_more(text: str):
 
 def test_lines_keeps_its_own_line_feeds_and_escapes_the_rest():
     assert escape.lines("a\u2028b\n##vso[x]") == "a\\u2028b\n##vso\\x5bx]"
+
+
+def test_the_wire_writes_an_integer_past_64_bits_as_compact_json():
+    assert (
+        wire.json_bytes({"n": 2**75, "s": "é"}) == '{"n":37778931862957161709568,"s":"é"}'.encode()
+    )

@@ -24,7 +24,7 @@ from mock_server.fixtures.loader import (
     parse,
 )
 from mock_server.handlers import render
-from mock_server.state import Store
+from mock_server.state import Store, fixture_format
 from mock_server.state.deployments import check_manifest
 from mock_server.state.identity import ROLE_ACTIONS, role_actions
 from mock_server.state.jobs import ENDED, RUN_STATUSES
@@ -681,3 +681,15 @@ def test_sections_after_one_with_refused_records_are_not_tried():
     text += "personalAccessTokens:\n  - {name: a, owner: nobody@acme.example}\n"
     lines = problems_of(text)
     assert len(lines) == 1 and "mlRepos[1]" in lines[0], lines
+
+
+def test_the_fixture_writer_orders_sections_as_they_load_and_leaves_out_empty_ones():
+    written = fixture_format.document(
+        {"grants": [], "workspaces": [{"name": "w", "cluster": "c"}], "tenant": {"name": "t"}}
+    )
+    assert list(written) == ["tenant", "workspaces"]
+
+
+def test_the_fixture_writer_refuses_a_section_the_format_lacks():
+    with pytest.raises(ValueError, match="userz"):
+        fixture_format.document({"userz": [{"email": "a@example.com"}]})

@@ -432,3 +432,13 @@ def test_a_streamed_event_that_breaks_the_contract_is_the_mocks_own_500(
     )
     response = gateway.get(f"/responses/{DEMO_ID}", params={"stream": "true"})
     assert_error(response, 500, 50001)
+
+
+def test_a_tools_integer_past_64_bits_is_echoed_back_not_a_500(gateway):
+    big = 2**75  # JSON has no bound; orjson, which writes the answers, stops at 64 bits
+    tool = {"type": "function", "name": "f", "parameters": {"type": "object", "maximum": big}}
+    answer = gateway.post(
+        "/responses", json={"model": "gpt-4o-mini", "input": "hi", "tools": [tool]}
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["tools"][0]["parameters"]["maximum"] == big

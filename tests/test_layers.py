@@ -319,3 +319,41 @@ def test_an_import_that_looks_up_is_found(tmp_path, monkeypatch):
     assert found == {"http.mock", "!flask"}
     assert layer_of("http.mock") > layer_of("state.looking_up")
     assert not LAYERS[layer_of("state.looking_up")][0].startswith(FENCE)
+
+
+# -- the benchmarks and tools stand beside the tests, never on them ---------------------------
+
+BESIDE_THE_TESTS = ("bench", "tools")
+
+
+def imports_of_the_tests(source: str) -> list[str]:
+    """The modules of `tests` a source imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = (
+            [alias.name for alias in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
+        found += [n for n in names if n == "tests" or n.startswith("tests.")]
+    return found
+
+
+@pytest.mark.parametrize("folder", BESIDE_THE_TESTS)
+def test_benchmarks_and_tools_import_nothing_of_the_tests(folder):
+    root = PACKAGE.parent / folder
+    found = {
+        str(path.relative_to(root)): names
+        for path in sorted(root.rglob("*.py"))
+        if (names := imports_of_the_tests(path.read_text()))
+    }
+    assert found == {}
+
+
+def test_an_import_of_the_tests_is_found():
+    assert imports_of_the_tests("from tests.test_fuzz import KEY\nimport tests.tables") == [
+        "tests.test_fuzz",
+        "tests.tables",
+    ]

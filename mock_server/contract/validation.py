@@ -483,3 +483,32 @@ def body_problem(message: str) -> errors.InvalidRequest:
 def body_limit(operation_id: str | None) -> int:
     """The most bytes the body of a request of this operation may have."""
     return BODY_LIMITS.get(operation_id or "", MAX_BODY_BYTES)
+
+
+NO_BODY = object()  # what `read_request_body` gives for a request that sent no body
+
+
+def read_request_body(
+    raw: bytes, schema: dict[str, t.Any], *, required: bool, encoding: str = "utf-8"
+) -> t.Any:
+    """A request's JSON body as the contract reads it, for the mock and the proxy alike: its
+    text in `encoding`, read strictly (`read_json`), an optional field sent as null read as
+    absent, checked against `schema`; `NO_BODY` when none was sent and none is required.
+    Raises InvalidRequest naming the first problem of reading, or every violation."""
+    if not raw:
+        if required:
+            raise body_problem("a JSON request body is required")
+        return NO_BODY
+    try:
+        text = raw.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        raise body_problem(f"is not valid {encoding} text") from None
+    try:
+        body = read_json(text)
+    except ValueError as exc:
+        raise body_problem(f"is not valid JSON: {exc}") from None
+    cleaned = without_null_optionals(body, schema)
+    details = violations(compiled(schema), cleaned, "body")
+    if details:
+        raise invalid_request(details)
+    return cleaned

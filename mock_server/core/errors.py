@@ -6,14 +6,21 @@ as a subclass of `PlatformError`; every other one is here.
 Every error the mock returns, whatever raised it (the state layer, auth, request validation,
 routing), is rendered by `error_body` into the platform error body
 `{"statusCode", "message", "code", "details"}`; on the gateway, the same body also carries
-OpenAI's error object (`gateway_body`), which OpenAI's clients read. The table of conditions in
-`spec/control-plane.yaml` (`info.description`) and in `docs/errors.md` is written from these
-classes (`python -m tests.tables`), and a test fails while either differs.
+OpenAI's error object (`gateway_body`), which OpenAI's clients read. `error_answer` is the one
+writer of that body on the wire (its bytes and headers), and `send_error` sends it over ASGI:
+every door (the app, the TCP protocol, the host and path fences, the view page, the signed
+URLs, the proxy) answers through them, and `tests/test_error_bodies.py` fails on a second
+writer. The table of conditions in
+`spec/control-plane.yaml` (`info.description`) and in `docs/errors.md` is written
+from these classes (`python -m tools.tables`), and a test fails while either differs.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, ClassVar, NamedTuple
+
+import orjson
 
 
 class PlatformError(Exception):
@@ -23,7 +30,7 @@ class PlatformError(Exception):
     code: ClassVar[int] = 50001
     default_message: ClassVar[str] = "Internal error"
     # The row of the error tables (the spec's and `docs/errors.md`'s, written from these classes by
-    # `python -m tests.tables`): when the condition holds.
+    # `python -m tools.tables`): when the condition holds.
     condition: ClassVar[str] = ""
     # Whether the condition means the request itself broke the contract (wrong shape, unknown
     # route or method, no usable bearer token, unsupported body), not a rule of the platform:
@@ -87,6 +94,54 @@ def error_body(
     status: int, code: int, message: str, details: list[dict[str, Any]]
 ) -> dict[str, Any]:
     return {"statusCode": status, "message": message, "code": code, "details": details}
+
+
+class ErrorAnswer(NamedTuple):
+    """An error answer as it goes on the wire: its status, its headers, its JSON body."""
+
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+
+
+def error_answer(
+    error: PlatformError,
+    *,
+    gateway: bool = False,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> ErrorAnswer:
+    """The one writer of an error answer: the platform error body of `error` (in OpenAI's
+    dialect too on the gateway), with its Content-Type and Content-Length, and `headers`."""
+    return _written(error.status, error.gateway_body() if gateway else error.body(), headers)
+
+
+def other_error_answer(status: int, code: int, message: str) -> ErrorAnswer:
+    """An error answer in the platform error body for a condition outside the table of the
+    platform's (the proxy's own: its target failed, or the request cannot be forwarded)."""
+    return _written(status, error_body(status, code, message, []), ())
+
+
+def _written(
+    status: int, body: dict[str, Any], headers: Iterable[tuple[bytes, bytes]]
+) -> ErrorAnswer:
+    raw = orjson.dumps(body)
+    head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(raw))]
+    return ErrorAnswer(status, [*head, *headers], raw)
+
+
+async def send_error(
+    send: Callable[[dict[str, Any]], Awaitable[None]],
+    answer: PlatformError | ErrorAnswer,
+    *,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    """Sends an error answer over ASGI, whole, with `headers` besides its own."""
+    if isinstance(answer, PlatformError):
+        answer = error_answer(answer, headers=headers)
+    elif headers:
+        answer = answer._replace(headers=[*answer.headers, *headers])
+    await send({"type": "http.response.start", "status": answer.status, "headers": answer.headers})
+    await send({"type": "http.response.body", "body": answer.body})
 
 
 # 400

@@ -40,7 +40,7 @@ import re
 import unicodedata
 from typing import Any
 
-import orjson
+from mock_server.core import wire
 
 CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 # NEL is a control (Cc) already, named for what YAML and Unicode make of it: a line break.
@@ -118,7 +118,7 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
 def json_bytes(value: Any) -> bytes:
     """`value` as compact UTF-8 JSON (as orjson writes it) that no terminal or CI acts on,
     read back as exactly `value`: an answer of the admin API, an event of its stream."""
-    written = orjson.dumps(value)
+    written = wire.json_bytes(value)
     if written.isascii() and b"\x7f" not in written and b"##" not in written:
         return written  # orjson escapes C0 itself: nothing is left to escape
     return _inert_json(written.decode("utf-8")).encode("utf-8")

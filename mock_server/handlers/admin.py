@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from mock_server.contract import documents as contract
 from mock_server.core import errors, escape
@@ -21,25 +21,69 @@ from mock_server.services.journal import Entry
 from mock_server.view import browse, shown
 
 
+class Empty(TypedDict):
+    """An answer with nothing to say but its status."""
+
+
+class Health(TypedDict):
+    status: str
+    version: str
+
+
+class ResetBody(TypedDict, total=False):
+    seed: int
+    fixtures: list[Any]  # fixture documents, each checked by the fixture reader
+
+
+class TokenBody(TypedDict, total=False):
+    subject: str  # `type:name`, or a user's e-mail
+
+
+class Minted(TypedDict):
+    token: str
+    subject: dict[str, str | None]  # the subject reference of the contract
+
+
+class TestStart(TypedDict):
+    test: str
+    expectViolations: bool
+
+
+class FaultBody(TypedDict):
+    """A fault rule as the admin API takes it, with the spec's defaults filled in."""
+
+    operationId: str
+    status: NotRequired[int]
+    delayMs: int
+    drop: bool
+    match: NotRequired[dict[str, str]]
+    after: int
+    times: int | None
+
+
+class WorldBody(TypedDict, total=False):
+    seed: int
+
+
 @operation("adminHealth")
-def health() -> dict[str, Any]:
+def health() -> Health:
     return {"status": "ok", "version": __version__}
 
 
 @operation("adminReset")
-def reset(body: dict[str, Any] | None = None) -> dict[str, Any]:
-    body = body or {}
+def reset(body: ResetBody | None = None) -> Empty:
+    body = body or ResetBody()
     with _fixture_errors():
         extra = [
             fixtures.check(document, f"request body fixtures[{index}]")
             for index, document in enumerate(body.get("fixtures") or [])
         ]
         mock().reset(seed=body.get("seed"), extra=extra)
-    return {}
+    return Empty()
 
 
 @operation("adminLoadFixtures")
-def load_fixtures(body: Any) -> dict[str, Any]:
+def load_fixtures(body: Any) -> Empty:
     with _fixture_errors():
         if isinstance(body, bytes):
             # YAML (validation let only UTF-8 text through), read as a fixture file is: each
@@ -49,7 +93,7 @@ def load_fixtures(body: Any) -> dict[str, Any]:
             document = fixtures.check(body, "request body")
         mock().store.load(document)
     mock().live.publish("world", {"change": "fixtures"})
-    return {}
+    return Empty()
 
 
 @contextlib.contextmanager
@@ -66,12 +110,12 @@ def _fixture_errors() -> Iterator[None]:
 
 
 @operation("adminMintToken")
-def mint_token(body: dict[str, Any] | None = None) -> dict[str, Any]:
+def mint_token(body: TokenBody | None = None) -> Minted:
     """A development token for a subject of the current world, named as `platform-mock token
     --subject` and the pytest plugin's `token_for` name one: after a re-seed or a fixture
     load, the tokens printed at start name subjects that may no longer exist."""
     store = mock().store
-    named = (body or {}).get("subject")
+    named = (body or TokenBody()).get("subject")
     try:
         subject = store.identity.subject_by_reference(named)
     except (ValueError, errors.MockFailure) as exc:  # MockFailure: no user to be the default
@@ -117,10 +161,10 @@ def get_journal(
 
 
 @operation("adminClearJournal")
-def clear_journal() -> dict[str, Any]:
+def clear_journal() -> Empty:
     mock().journal.clear()
     mock().live.publish("journal", {"change": "cleared"})
-    return {}
+    return Empty()
 
 
 @operation("adminGetJournalReport")
@@ -243,9 +287,9 @@ def events() -> dict[str, Any]:
 
 
 @operation("adminStartTest")
-def start_test(body: dict[str, Any]) -> dict[str, Any]:
+def start_test(body: TestStart) -> Empty:
     mock().journal.begin_test(body["test"], expecting=body["expectViolations"])
-    return {}
+    return Empty()
 
 
 @operation("adminEndTest")
@@ -264,7 +308,7 @@ def list_faults() -> dict[str, Any]:
 
 
 @operation("adminAddFault")
-def add_fault(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+def add_fault(body: FaultBody) -> tuple[dict[str, Any], int]:
     try:
         rule = mock().faults.add(
             body["operationId"],
@@ -283,16 +327,16 @@ def add_fault(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 @operation("adminClearFaults")
-def clear_faults() -> dict[str, Any]:
+def clear_faults() -> Empty:
     mock().faults.clear()
-    return {}
+    return Empty()
 
 
 @operation("adminDeleteFault")
-def delete_fault(id_: str) -> dict[str, Any]:
+def delete_fault(id_: str) -> Empty:
     if not mock().faults.remove(id_):
         raise errors.FaultNotFound(f"No fault rule with id {id_!r}")
-    return {}
+    return Empty()
 
 
 @operation("adminListReplies")
@@ -311,10 +355,10 @@ def add_reply(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 @operation("adminClearReplies")
-def clear_replies() -> dict[str, Any]:
+def clear_replies() -> Empty:
     mock().store.gateway.clear_scripts()
     mock().live.publish("world", {"change": "replies"})
-    return {}
+    return Empty()
 
 
 @operation("adminGetReport")
@@ -323,18 +367,18 @@ def get_report() -> dict[str, Any]:
 
 
 @operation("adminCreateWorld")
-def create_world(body: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+def create_world(body: WorldBody | None = None) -> tuple[dict[str, Any], int]:
     worlds = mock().worlds
     if worlds is None:
         raise errors.WorldNotFound(
             "This mock serves no other worlds: it is not served by a server of platform-mock"
         )
-    return worlds.create((body or {}).get("seed")), 201
+    return worlds.create((body or WorldBody()).get("seed")), 201
 
 
 @operation("adminDeleteWorld")
-def delete_world(id_: str) -> dict[str, Any]:
+def delete_world(id_: str) -> Empty:
     worlds = mock().worlds
     if worlds is None or not worlds.remove(id_):
         raise errors.WorldNotFound(f"No world with id {id_!r} is served beside this mock")
-    return {}
+    return Empty()

@@ -15,10 +15,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
 from mock_server.contract.validation import read_json
-from mock_server.core import errors
+from mock_server.core import errors, wire
 from mock_server.handlers.context import Answer, current, store
 from mock_server.handlers.operation import Example, operation
 from mock_server.services.exchange import Pace
@@ -101,7 +99,7 @@ def _given(body: dict[str, Any]) -> dict[str, Any]:
 def _json_answer(body: Any, pace: Pace | None) -> dict[str, Any] | Answer:
     if pace is None:
         return dict(body)
-    return Answer(orjson.dumps(body) + b"\n", "application/json", pace=pace)
+    return Answer(wire.json_bytes(body) + b"\n", "application/json", pace=pace)
 
 
 # -- model responses: retrieve (operation 8), create, delete, input items ---------------------
@@ -355,7 +353,7 @@ def _function_call_events(output_index: int, item: dict[str, Any]) -> Iterator[d
 def _response_stream(events: Iterable[dict[str, Any]], pace: Pace | None = None) -> Answer:
     return Answer(
         b"".join(
-            b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+            b"event: " + event["type"].encode() + b"\ndata: " + wire.json_bytes(event) + b"\n\n"
             for event in events
         ),
         "text/event-stream",
@@ -402,7 +400,7 @@ def create_chat_completion(body: dict[str, Any]) -> dict[str, Any] | Answer:
         return _json_answer(completion.whole(), _paced(reply, streamed=False))
     usage = bool((body.get("stream_options") or {}).get("include_usage"))
     chunks = b"".join(
-        b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in completion.chunks(usage)
+        b"data: " + wire.json_bytes(chunk) + b"\n\n" for chunk in completion.chunks(usage)
     )
     return Answer(
         chunks + b"data: [DONE]\n\n",

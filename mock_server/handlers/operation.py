@@ -7,13 +7,15 @@ derive), and the platform client's model of its success body. `mock_server.handl
 gathers the entries of every handler module.
 
 An example names objects of the world by reference, `<kind:name>` (see `KINDS`), and is
-filled with their ids for a given store: ids depend on the world's seed.
+filled with their ids for a given store: ids depend on the world's seed. The rules every
+example keeps beyond its operation's contract are stated by `Example.problems`, which
+`tests/test_catalog.py` runs on each.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -108,6 +110,12 @@ class Request:
     caller: str  # the e-mail of the user whose development token sends it
 
 
+# The parameters of a paginated operation. Its example sets neither: the suites that page
+# every paginated operation (`tests/test_bad_inputs.py`, `tests/test_limits.py`) add their own
+# `limit` and `offset` to the example's request, where one the example set would be sent twice.
+PAGING = frozenset({"limit", "offset"})
+
+
 @dataclass(frozen=True)
 class Example:
     """A valid request of an operation in the default world, answered 200."""
@@ -125,6 +133,19 @@ class Example:
         return bool(self.params) or any(
             REFERENCE.search(text) for text in _strings([dict(self.query), self.body])
         )
+
+    def problems(self, parameters: Iterable[str]) -> list[str]:
+        """Each rule of examples this one breaks, as an operation with these parameters (of
+        its URL) has it; [] when it keeps them all."""
+        found = []
+        paging = sorted(PAGING & set(self.query))
+        if set(parameters) >= PAGING and paging:
+            found.append(
+                f"sets {' and '.join(paging)}: the example of a paginated operation sets "
+                "neither limit nor offset (the suites that page every paginated operation "
+                "add their own, which would then be sent twice)"
+            )
+        return found
 
     def request(self, store: Store) -> Request:
         """The request filled with the ids of the objects it names in this store."""

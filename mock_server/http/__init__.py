@@ -8,9 +8,11 @@ are used here is pinned below its next release that may move them. uvicorn's are
 with why it is needed; `tests/test_connexion_hooks.py` checks that each still exists and
 still bites, so an upgrade fails in CI rather than quietly in users' hands.
 
-The stack is one visible list (`app.middlewares()`): Connexion's defaults less its
-ContextMiddleware (whose context only Connexion's own views read), with the mock's own layers
-(`middleware.py`) at their places, and built before the first request
+The stack is one ordered list (`stack.pipeline()`, `RequestLimits` outermost): the mock's own
+layers around the Connexion app (`stack.outer_layers()`), then Connexion's part
+(`app.middlewares()`): its defaults less its ContextMiddleware (whose context only Connexion's
+own views read), with the mock's own layers (`middleware.py`) at their places, built before the
+first request
 (`ConnexionMiddleware._build_middleware_stack`), so that the Flask views exist to be planned.
 
 Middlewares replaced in Connexion's stack (`app.REPLACED`, by subclassing each):
@@ -58,8 +60,8 @@ between request and response validation; `middleware.py` holds the mock's own
 ASGI layers and `request_log.py` the request log, which read Connexion's routing context
 (`ROUTING_CONTEXT`) and the request's `Exchange` (`mock_server.services.exchange`); `cors.py` puts
 Starlette's CORS middleware around everything but the admin API; `hosts.py` guards the
-admin API's host and origin, outermost; `events.py` streams the live view's events, placed
-before response validation (which would hold a stream until its end).
+admin API's host and origin, inside `RequestLimits`; `events.py` streams the live view's
+events, placed before response validation (which would hold a stream until its end).
 """
 
 from mock_server.http.app import build_connexion_app

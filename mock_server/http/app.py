@@ -53,7 +53,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import invalid_request
-from mock_server.core import errors, escape, start_cache
+from mock_server.core import errors, escape, start_cache, wire
 from mock_server.core.coordinates import base_url, reached_url
 from mock_server.handlers import catalog
 from mock_server.handlers.context import Answer, Call, Mock, serving
@@ -291,7 +291,7 @@ class PlannedView:
     ):
         self.operation_id = operation_id
         self.handler = handler
-        self.dumps: Callable[[Any], bytes] = escape.json_bytes if admin else orjson.dumps
+        self.dumps: Callable[[Any], bytes] = escape.json_bytes if admin else wire.json_bytes
         self.mock = mock
         self.accepted = frozenset(inspect.signature(handler).parameters)
         self.names: dict[str, str | None] = {}
@@ -417,13 +417,12 @@ def render_error(
         allowed = allowed_methods(request.scope)
         if allowed:
             headers["Allow"] = ", ".join(allowed)
+    answer = errors.error_answer(error, gateway=on_gateway(request.scope, gateway_prefix))
     return ConnexionResponse(
-        status_code=error.status,
+        status_code=answer.status,
         mimetype="application/json",
         content_type="application/json",
-        body=orjson.dumps(
-            error.gateway_body() if on_gateway(request.scope, gateway_prefix) else error.body()
-        ),
+        body=answer.body,
         headers=headers,
     )
 

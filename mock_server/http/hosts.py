@@ -25,7 +25,6 @@ import ipaddress
 import re
 from typing import Any
 
-import orjson
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -116,22 +115,22 @@ class HostGuard:
         host = headers.get("host", "")
         if not self.own_host(host, scope.get("server")):
             shown = host[:100] or "(none)"
-            return await _refuse(
+            return await errors.send_error(
+                send,
                 errors.ForeignHost(
                     f"Host {shown!r} is not a name of this server: it answers "
                     + ("" if admin else "here ")
                     + "only under its own address or a name given with --allowed-host"
                 ),
-                send,
             )
         if admin and not _from_own_page(headers, host):
-            return await _refuse(
+            return await errors.send_error(
+                send,
                 errors.CrossOrigin(
                     "The admin API does not answer a web page of another origin (Origin: "
                     f"{headers.get('origin', '-')[:100]!r}, Sec-Fetch-Site: "
                     f"{headers.get('sec-fetch-site', '-')[:30]!r})"
                 ),
-                send,
             )
         return await self.app(scope, receive, send)
 
@@ -167,18 +166,3 @@ def _from_own_page(headers: Headers, host: str) -> bool:
         return False
     origin = headers.get("origin")
     return origin is None or origin.lower() == f"http://{host.strip().lower()}"
-
-
-async def _refuse(error: errors.PlatformError, send: Send) -> None:
-    body = orjson.dumps(error.body())
-    await send(
-        {
-            "type": "http.response.start",
-            "status": error.status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

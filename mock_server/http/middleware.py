@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-import orjson
 from connexion.middleware import routing as connexion_routing
 from starlette.datastructures import Headers
 from starlette.routing import Mount, Route, Router
@@ -22,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server.core import errors, masking
 from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
-from mock_server.http.request_log import UNAUTHENTICATED, caller_of, log_entry
+from mock_server.http.request_log import UNAUTHENTICATED, caller_of
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
 from mock_server.services.journal import BODY_LIMIT, Entry, Journal, request_headers
@@ -99,8 +98,7 @@ async def journaled(
             response_bytes=response_bytes,
             credentials=masking.credentials_of(headers),
         )
-        journal.record(entry)
-        log_entry(entry, scope)
+        journal.record(entry)  # which its readers (report, live view, request log) read
 
     async def receive_() -> Message:
         message = await receive()
@@ -211,17 +209,9 @@ class RequestLimits:
         if scope["type"] == "http":
             problem = request_problem(scope)
             if problem is not None:
-                await refuse(problem, send)
+                await errors.send_error(send, problem)
                 return None
         return await self.app(scope, receive, send)
-
-
-async def refuse(error: errors.PlatformError, send: Send) -> None:
-    """Answer a request with an error of its own, before any other layer has seen it."""
-    body = orjson.dumps(error.body())
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

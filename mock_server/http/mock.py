@@ -1,7 +1,7 @@
 """The mock: one app instance with its state, tokens, journal, faults and contract report.
 
 Its HTTP side, the three OpenAPI documents on one Connexion FlaskApp, is built in
-`mock_server.http`; around it, each request to the platform's API is journaled.
+`mock_server.http`; the layers around it are `mock_server.http.stack`'s one ordered list.
 """
 
 from __future__ import annotations
@@ -19,17 +19,12 @@ from mock_server.core.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import catalog
 from mock_server.handlers.context import WorldHost
-from mock_server.handlers.storage import STORAGE_PREFIX
-from mock_server.http import build_connexion_app, journaled, request_log
-from mock_server.http.cors import Cors
-from mock_server.http.hosts import HostGuard
-from mock_server.http.middleware import RequestLimits
-from mock_server.http.request_log import logged
+from mock_server.http import build_connexion_app, request_log, stack
 from mock_server.http.storage import ObjectStore
 from mock_server.reports.report import ContractReport
 from mock_server.services.auth import Authenticator, Signer, new_key
 from mock_server.services.faults import Faults
-from mock_server.services.journal import DEFAULT_BUDGET, Journal
+from mock_server.services.journal import DEFAULT_BUDGET, Entry, Journal
 from mock_server.state import Store
 from mock_server.view import shown
 from mock_server.view.live import Hub
@@ -75,14 +70,20 @@ class PlatformMock:
         self.gateway_prefix = "/" + self.config.gateway_prefix.strip("/")
         self.report = ContractReport(contract.operations(), self.gateway_prefix)
         self.report.journal_stats = self.journal.stats
-        self.journal.observers.append(self.report.add)
+        self.live = Hub(shown.row)  # what the live view (`/__admin/ui`) is told, as it happens
         # The same report of the requests since the journal was last cleared: what the live
         # view's coverage shows beside the journal (`GET /__admin/journal/report`).
         self._new_journal_report()
-        self.journal.observers.append(lambda entry: self.journal_report.add(entry))
         self.journal.cleared.append(self._new_journal_report)
-        self.live = Hub(shown.row)  # what the live view (`/__admin/ui`) is told, as it happens
-        self.live.watch(self.journal, self.faults)
+        # The response's way out, one pass: the journal records each entry once, and its
+        # readers read it in this order; none writes back.
+        self.journal.observers += [
+            self.report.add,
+            self._journal_report_add,
+            self.live.entry,
+            request_log.log_entry,
+        ]
+        self.faults.observers.append(lambda: self.live.publish("faults", {}))
         self._gateway_docs = f"{self.gateway_prefix}/docs"
         self.admin_prefix = ADMIN_PREFIX
         self.worlds: WorldHost | None = None  # set by the server that serves this mock
@@ -92,26 +93,15 @@ class PlatformMock:
         self.storage = ObjectStore(lambda: self.store)
         if self.config.host_check not in HOST_CHECKS:
             raise ValueError(f"host_check {self.config.host_check!r}: one of {HOST_CHECKS}")
-        # Around the mock, so that every answer carries the CORS headers, errors included, and
-        # a preflight is answered without being journaled as a request of the contract; never
-        # for the admin API, which no page of another origin may drive.
-        served: Any = self._serve
-        if self.config.cors:
-            served = Cors(served, self.config.cors, exempt=self.admin_prefix)
-        # A request under a name that is not the server's gets nothing else; and outermost,
-        # one past the limits of every transport (in process as over TCP) gets nothing at all.
-        self._outer = RequestLimits(
-            HostGuard(
-                served,
-                self.admin_prefix,
-                self.config.allowed_hosts,
-                everywhere=self.config.host_check == "all",
-            )
-        )
+        # The request's way in, one ordered list (`stack.outer_layers`), outermost first.
+        self._outer = stack.compose(stack.outer_layers(self), self.app)
+
+    def _journal_report_add(self, entry: Entry) -> None:
+        self.journal_report.add(entry)  # the report of the day: replaced when cleared
 
     def _new_journal_report(self) -> None:
         self.journal_report: ContractReport
-        report = ContractReport(contract.operations())
+        report = ContractReport(contract.operations(), self.gateway_prefix)
         report.journal_stats = self.journal.stats
         self.journal_report = report
 
@@ -125,15 +115,6 @@ class PlatformMock:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         return await self._outer(scope, receive, send)
-
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> Any:
-        if scope["type"] == "http" and self.is_platform_path(scope["path"]):
-            return await journaled(self.app, self.journal, scope, receive, send)
-        if scope["type"] == "http" and _under(scope["path"], STORAGE_PREFIX):
-            await logged(self.storage, scope, receive, send)
-            return None
-        await logged(self.app, scope, receive, send)
-        return None
 
     @staticmethod
     def log_dropped() -> int:

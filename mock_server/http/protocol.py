@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mock_server.core import errors
@@ -133,11 +132,9 @@ class PlatformHttpProtocol(HttpToolsProtocol):
     def _answer(self, error: errors.PlatformError) -> None:
         """Write an error answer of the connection's own (the app has no request to answer),
         which closes it."""
-        body = orjson.dumps(error.body())
-        self.transport.write(
-            b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-            b"connection: close\r\n\r\n%s" % (error.status, _REASONS[error.status], len(body), body)
-        )
+        status, headers, body = errors.error_answer(error, headers=[(b"connection", b"close")])
+        head = b"".join(b"%s: %s\r\n" % header for header in headers)
+        self.transport.write(b"HTTP/1.1 %d %s\r\n%s\r\n%s" % (status, _REASONS[status], head, body))
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

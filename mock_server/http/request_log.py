@@ -95,8 +95,9 @@ def caller_of(scope: Scope) -> str:
     return f"{caller.subject_type}:{caller.slug}"
 
 
-def log_entry(entry: Entry, scope: Scope) -> None:
-    """Log one request to the platform's API, from its journal entry."""
+def log_entry(entry: Entry) -> None:
+    """Log one request to the platform's API, from its journal entry (a reader of the
+    journal: `Journal.observers`)."""
     if not logger.isEnabledFor(logging.INFO):
         return
     failed = entry.status is None or entry.status >= 400
@@ -108,7 +109,7 @@ def log_entry(entry: Entry, scope: Scope) -> None:
         status=entry.status,
         operation_id=entry.operation_id,
         duration_ms=entry.duration_ms,
-        caller=caller_of(scope),
+        caller=entry.caller or UNAUTHENTICATED,
         code=entry.code if failed else None,
         message=entry.message if failed else None,
         violations=tuple(

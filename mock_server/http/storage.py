@@ -21,7 +21,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
-import orjson
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
@@ -59,11 +58,10 @@ class ObjectStore:
         except errors.ClientLeft:
             return
         except errors.PlatformError as error:
-            await _answer(send, error.status, orjson.dumps(error.body()), "application/json")
+            await errors.send_error(send, error)
         except Exception:  # a bug of the mock: answered in the platform's body all the same
             logger.exception("Unexpected error serving %s %s", scope["method"], scope["path"])
-            failure = errors.MockFailure()
-            await _answer(send, failure.status, orjson.dumps(failure.body()), "application/json")
+            await errors.send_error(send, errors.MockFailure())
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw_query = scope.get("query_string", b"")

@@ -40,6 +40,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mock_server.contract.validation import (
     MAX_BODY_BYTES,
+    NO_BODY,
     ONE_BIG_BODY,
     UTF8_CHARSETS,
     Detail,
@@ -49,14 +50,13 @@ from mock_server.contract.validation import (
     compiled,
     invalid_request,
     number_problem,
-    read_json,
+    read_request_body,
     scalar_type,
     stream_events,
     stream_violations,
     summary,
     violations,
     with_defaults,
-    without_null_optionals,
 )
 from mock_server.core import errors, media
 from mock_server.http.middleware import query_by_key, query_pairs
@@ -204,9 +204,6 @@ def _typed(value: t.Any, schema: dict[str, t.Any]) -> t.Any:
     return make_type(value, schema.get("type"), schema.get("format"))
 
 
-_NO_BODY = object()
-
-
 class JSONBodyValidator(JSONRequestBodyValidator):
     """Checks a JSON request body: size, media type, encoding, syntax, then the schema.
 
@@ -216,7 +213,7 @@ class JSONBodyValidator(JSONRequestBodyValidator):
     """
 
     async def read(self, receive: Receive, scope: Scope) -> t.Any:
-        """The body as the handler takes it, or `_NO_BODY`; raises the error of the first
+        """The body as the handler takes it, or `NO_BODY`; raises the error of the first
         problem found."""
         headers = Headers(scope=scope)
         length = headers.get("content-length")
@@ -270,35 +267,12 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             return self._parsed(raw)
 
     def _parsed(self, raw: bytes) -> t.Any:
-        """The body as the handler takes it, from the bytes sent, or `_NO_BODY`."""
-        body = self._decode(raw)
-        if body is _NO_BODY:
-            if self._required:
-                raise body_problem("a JSON request body is required")
-            return _NO_BODY
-        cleaned = without_null_optionals(body, self._schema)
-        self._validate(cleaned)
-        return self._argument(raw, with_defaults(cleaned, self._schema))
-
-    def _argument(self, raw: bytes, body: t.Any) -> t.Any:
-        return body
-
-    def _decode(self, raw: bytes) -> t.Any:
-        if not raw:
-            return _NO_BODY
-        try:
-            text = raw.decode(self._encoding)
-        except (UnicodeDecodeError, LookupError):
-            raise body_problem(f"is not valid {self._encoding} text") from None
-        try:
-            return read_json(text)
-        except ValueError as exc:
-            raise body_problem(f"is not valid JSON: {exc}") from None
-
-    def _validate(self, body: t.Any) -> None:
-        details = violations(compiled(self._schema), body, "body")
-        if details:
-            raise invalid_request(details)
+        """The body as the handler takes it, from the bytes sent, or `NO_BODY`: read by the
+        contract's one reader of request bodies, which the proxy uses too."""
+        body = read_request_body(
+            raw, self._schema, required=self._required, encoding=self._encoding
+        )
+        return body if body is NO_BODY else with_defaults(body, self._schema)
 
 
 class YAMLTextValidator(JSONBodyValidator):
@@ -307,21 +281,16 @@ class YAMLTextValidator(JSONBodyValidator):
     whose errors give the line of each problem, which the data parsed here would no longer
     know."""
 
-    def _decode(self, raw: bytes) -> t.Any:
+    def _parsed(self, raw: bytes) -> t.Any:
         if not raw and self._required:
             raise body_problem("a YAML request body is required")
         if not raw:
-            return _NO_BODY
+            return NO_BODY
         try:
-            return raw.decode(self._encoding)
+            raw.decode(self._encoding)
         except (UnicodeDecodeError, LookupError):
             raise body_problem(f"is not valid {self._encoding} text") from None
-
-    def _validate(self, body: t.Any) -> None:
-        pass  # the handler checks the document against the fixture schema
-
-    def _argument(self, raw: bytes, body: t.Any) -> t.Any:
-        return raw
+        return raw  # the handler checks the document against the fixture schema
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
@@ -427,7 +396,7 @@ class _PlannedRequestValidation(RequestValidationOperation):
             except errors.ClientLeft:
                 return  # journaled unanswered
             else:
-                if body is _NO_BODY:
+                if body is NO_BODY:
                     body = copy.deepcopy(validator._schema.get("default", {}))
                 arguments[self._body_name] = body
             receive = _no_more_body(receive)

@@ -21,7 +21,6 @@ import re
 from functools import cache
 from typing import Any
 
-import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server.core import errors
@@ -136,10 +135,12 @@ class ViewPage:
             return await self.app(scope, receive, send)
         found = FILES.get(path)
         if found is None:
-            return await _error(errors.RouteNotFound(f"No file of the live view at {path}"), send)
+            return await errors.send_error(
+                send, errors.RouteNotFound(f"No file of the live view at {path}")
+            )
         if scope["method"] not in ("GET", "HEAD"):
             error = errors.MethodNotAllowed(f"Method not allowed: {scope['method']} {path}")
-            return await _error(error, send, [(b"allow", b"GET, HEAD")])
+            return await errors.send_error(send, error, headers=[(b"allow", b"GET, HEAD")])
         name, media_type = found
         content = _content(name)
         headers = [
@@ -152,16 +153,3 @@ class ViewPage:
             {"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else content}
         )
         return None
-
-
-async def _error(
-    error: errors.PlatformError, send: Send, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    body = orjson.dumps(error.body())
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        *(extra or []),
-    ]
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

@@ -1,10 +1,10 @@
 """The validating proxy: a client's requests forwarded to a target platform, both directions
 checked against the contract, for the drift report and the recording of a world.
 
-`Proxy` is an ASGI app. A request for an operation of the contract (routed as the mock
-routes: the control plane's paths in full, the gateway's under its prefix, HEAD as its GET)
-is checked as the mock checks it (its parameters by the mock's own parameter validator, its
-JSON body against the documented schema, the bearer token it must carry), forwarded with
+`Proxy` is an ASGI app. A request for an operation of the contract (routed by the contract's
+router, `mock_server.contract.routing`, whose rules the mock's router keeps too) is checked
+as the mock checks it (its parameters by the mock's own parameter validator, its JSON body
+by the contract's reader of request bodies, the bearer token it must carry), forwarded with
 the caller's own headers, credentials included, and the target's answer is checked
 (`mock_server.reports.drift.check`) and passed back as it came. Each exchange is journaled (an
 `ProxiedExchange` in the mock's `Journal`), counted in the drift report and, with a `Recorder`,
@@ -35,10 +35,8 @@ its groups.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
@@ -50,14 +48,9 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from mock_server.contract import documents as contract
-from mock_server.contract.documents import GATEWAY_SPEC, Operation
-from mock_server.contract.validation import (
-    Detail,
-    compiled,
-    read_json,
-    violations,
-    without_null_optionals,
-)
+from mock_server.contract.documents import Operation
+from mock_server.contract.routing import Router
+from mock_server.contract.validation import Detail, read_json, read_request_body
 from mock_server.core import errors, masking
 from mock_server.core.choices import PROXY_TIMEOUT_SECONDS
 from mock_server.core.masking import masked, masked_text
@@ -110,55 +103,13 @@ _HOP_BY_HOP = frozenset(
 # client's Accept-Encoding is not passed on, nor the answer's encoding and length back.
 _NOT_FORWARDED = _HOP_BY_HOP | {"accept-encoding"}
 _NOT_PASSED_BACK = _HOP_BY_HOP | {"content-encoding"}
-_PARAMETER = re.compile(r"\{([^}]+)\}")
-
-
-@dataclass(frozen=True)
-class _Route:
-    operation: Operation
-    pattern: re.Pattern[str]
-
-
-class Router:
-    """Which operation of the contract a request is for, as the mock routes it."""
-
-    def __init__(self, gateway_prefix: str):
-        self.gateway_prefix = "/" + gateway_prefix.strip("/")
-        self._routes: dict[str, list[_Route]] = {}
-        for operation in contract.operations().values():
-            base = self.gateway_prefix if operation.document == GATEWAY_SPEC else ""
-            parts = _PARAMETER.split(base + operation.path)
-            # Even parts are literal text, odd ones parameter names: one segment each.
-            regex = "".join(
-                re.escape(part) if index % 2 == 0 else f"(?P<{_group(part)}>[^/]+)"
-                for index, part in enumerate(parts)
-            )
-            route = _Route(operation, re.compile(regex))
-            self._routes.setdefault(operation.method, []).append(route)
-
-    def match(self, method: str, path: str) -> tuple[Operation, dict[str, str]] | None:
-        """The operation and path parameters of a request; None if the contract has none."""
-        for route in self._routes.get("GET" if method == "HEAD" else method, ()):
-            found = route.pattern.fullmatch(path)
-            if found:
-                names = _PARAMETER.findall(route.operation.path)
-                return route.operation, {name: found[_group(name)] for name in names}
-        return None
-
-    def is_gateway(self, path: str) -> bool:
-        return path == self.gateway_prefix or path.startswith(self.gateway_prefix + "/")
-
-
-def _group(name: str) -> str:
-    """A regex group name for a path parameter (which may hold `-`)."""
-    return "p_" + re.sub(r"[^0-9A-Za-z_]", "_", name)
 
 
 class RequestCheck:
-    """The contract's check of one operation's requests: the mock's own parameter validator
-    (unknown or repeated query keys, the contract's number grammar, enums, ranges), the JSON
-    body against the documented schema (an optional field sent as null read as absent, as
-    the mock reads it), and the bearer token the operation needs."""
+    """The contract's check of one operation's requests, from the parts the mock checks its
+    own with: its parameter validator (unknown or repeated query keys, the contract's number
+    grammar, enums, ranges), the contract's reader of request bodies
+    (`contract.validation.read_request_body`), and the bearer token the operation needs."""
 
     def __init__(self, operation: Operation):
         definition = contract.definitions()[operation.operation_id]
@@ -194,23 +145,15 @@ class RequestCheck:
         return found
 
     def _body_problems(self, headers: Headers, raw: bytes) -> list[Detail]:
-        if not raw:
-            required = "a JSON request body is required"
-            return (
-                [{"location": "body", "field": "", "message": required}]
-                if self.body_required
-                else []
-            )
         media = media_type(headers.get("content-type", ""))
-        if not is_json(media):
+        if raw and not is_json(media):
             said = f"is {media or 'missing'}; the operation takes application/json"
             return [{"location": "header", "field": "content-type", "message": said}]
-        try:
-            body = read_json(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            return [{"location": "body", "field": "", "message": f"is not valid JSON: {exc}"}]
-        body = without_null_optionals(body, self.body_schema)
-        return violations(compiled(self.body_schema), body, "body")
+        try:  # the contract's one reader of request bodies, the mock's too
+            read_request_body(raw, self.body_schema, required=self.body_required)
+        except errors.InvalidRequest as exc:
+            return exc.details
+        return []
 
 
 def caller_of(authorization: str | None) -> TokenClaims | None:
@@ -231,12 +174,6 @@ def caller_of(authorization: str | None) -> TokenClaims | None:
         return None
     tenant = claims.get("tenantName")
     return TokenClaims(subject_type, subject_id, name, tenant if isinstance(tenant, str) else None)
-
-
-def _error_answer(status: int, code: int, message: str) -> tuple[int, list[Any], bytes]:
-    body = orjson.dumps(errors.error_body(status, code, message, []))
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    return status, headers, body
 
 
 async def _read_body(receive: Receive) -> bytes | None:
@@ -329,7 +266,7 @@ class Proxy:
             status, code = REQUEST_TOO_LARGE
             message = f"Request body is over the proxy's limit of {MAX_REQUEST_BODY} bytes"
             exchange.request_problems = [{"location": "body", "field": "", "message": message}]
-            await self._answer(send, *_error_answer(status, code, message))
+            await self._answer(send, *errors.other_error_answer(status, code, message))
             self._record(exchange, status, started)
             return
         if operation is not None:
@@ -353,7 +290,7 @@ class Proxy:
             status, code = UNFORWARDABLE
             message = f"The request cannot be forwarded: {exc}"
             exchange.request_problems.append({"location": "path", "field": "", "message": message})
-            await self._answer(send, *_error_answer(status, code, masked_text(message)))
+            await self._answer(send, *errors.other_error_answer(status, code, masked_text(message)))
             self._record(exchange, status, started)
             return
         deadline = asyncio.get_running_loop().time() + self.timeout
@@ -405,7 +342,7 @@ class Proxy:
     ) -> None:
         exchange.message = masked_text(message)
         if not answered:
-            await self._answer(send, *_error_answer(*answer, exchange.message))
+            await self._answer(send, *errors.other_error_answer(*answer, exchange.message))
         self._record(exchange, None, started)
 
     async def _checked(

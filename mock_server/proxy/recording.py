@@ -73,6 +73,7 @@ import yaml
 
 from mock_server.core import escape
 from mock_server.core.masking import HIDDEN, SECRET_REFERENCE, masked, masked_text
+from mock_server.state import fixture_format
 from mock_server.state.entities import SUBJECT_TYPES
 from mock_server.state.identity import RESOURCE_TYPES
 from mock_server.state.jobs import ENDED, NEXT_STATUS
@@ -1036,26 +1037,31 @@ class _Writer:
             self.notes.append("tenant: no answer named it, `recorded`")
         if world.tenant_id:
             tenant["id"] = world.tenant_id
-        document: dict[str, Any] = {"tenant": tenant, "users": self._users()}
         sections = {
+            "tenant": tenant,
+            "users": self._users(),
             "teams": [
-                {**self._named("team", name), "members": self._members(name)}
+                fixture_format.team(name, self._id("team", name), self._members(name))
                 for (type_, name) in world.subjects
                 if type_ == "team"
             ],
             "virtualAccounts": [
-                self._named("virtualaccount", name)
+                fixture_format.named(name, self._id("virtualaccount", name))
                 for (type_, name) in world.subjects
                 if type_ == "virtualaccount"
             ],
-            "agents": [self._named("agent", n) for (t, n) in world.subjects if t == "agent"],
-            "clusters": [_with_id({"name": n}, i) for n, i in world.clusters.items()],
+            "agents": [
+                fixture_format.named(name, self._id("agent", name))
+                for (type_, name) in world.subjects
+                if type_ == "agent"
+            ],
+            "clusters": [fixture_format.named(n, i) for n, i in world.clusters.items()],
             "workspaces": [
-                _with_id({"name": name, "cluster": known["cluster"]}, known.get("id"))
+                fixture_format.workspace(name, known["cluster"], known.get("id"))
                 for name, known in world.workspaces.items()
             ],
             "resources": [
-                _with_id({"type": kind, "name": name, "fqn": known["fqn"]}, known.get("id"))
+                fixture_format.resource(kind, name, known["fqn"], known.get("id"))
                 for (kind, name), known in world.resources.items()
             ],
             "secretGroups": list(self._groups()),
@@ -1064,7 +1070,7 @@ class _Writer:
                 for name, known in world.repos.items()
             ],
             "grants": [
-                {"subject": subject, "role": role, "resource": resource}
+                fixture_format.grant(subject, role, resource)
                 for subject, role, resource in world.grants
                 if (subject, role, resource) not in self._bound_grants()
             ],
@@ -1091,8 +1097,7 @@ class _Writer:
                 for i, r in world.responses.items()
             ],
         }
-        document |= {name: records for name, records in sections.items() if records}
-        return document, self.notes
+        return fixture_format.document(sections), self.notes
 
     def _bound_grants(self) -> set[tuple[str, str, str]]:
         """What the role bindings applied grant: made by them when the world loads."""
@@ -1103,10 +1108,11 @@ class _Writer:
             for p in binding["permissions"]
         }
 
-    def _named(self, type_: str, name: str) -> dict[str, Any]:
-        return _with_id({"name": name}, self.world.subjects[(type_, name)].get("id"))
+    def _id(self, type_: str, name: str) -> str | None:
+        found: str | None = self.world.subjects[(type_, name)].get("id")
+        return found
 
-    def _users(self) -> list[dict[str, Any]]:
+    def _users(self) -> list[fixture_format.UserRecord]:
         world = self.world
         emails = [name for (type_, name) in world.subjects if type_ == "user"]
         if world.first_user in emails:  # development tokens name the first user: the caller
@@ -1116,14 +1122,11 @@ class _Writer:
             emails = [PLACEHOLDER_USER]
             world.subjects[("user", PLACEHOLDER_USER)] = {}
             self.notes.append(f"users: no answer named one, {PLACEHOLDER_USER}")
-        users = []
-        for email in emails:
-            known = world.subjects[("user", email)]
-            user = {"email": email}
-            if known.get("displayName"):
-                user["displayName"] = known["displayName"]
-            users.append(_with_id(user, known.get("id")))
-        return users
+        return [
+            fixture_format.user(email, known.get("displayName"), known.get("id"))
+            for email in emails
+            for known in [world.subjects[("user", email)]]
+        ]
 
     def _members(self, team: str) -> list[str]:
         users = {name for (type_, name) in self.world.subjects if type_ == "user"}
@@ -1132,10 +1135,10 @@ class _Writer:
     def _groups(self) -> Iterator[dict[str, Any]]:
         for name, group in self.world.groups.items():
             secrets = [
-                _with_id({"key": key, "values": [HIDDEN]}, secret_id)
+                fixture_format.with_id({"key": key, "values": [HIDDEN]}, secret_id)
                 for key, secret_id in group["secrets"].items()
             ]
-            record = _with_id({"name": name}, group.get("id"))
+            record = fixture_format.with_id({"name": name}, group.get("id"))
             record["integration"] = {
                 "fqn": group.get("integration") or UNKNOWN_INTEGRATION,
                 "healthy": True,
@@ -1164,7 +1167,7 @@ class _Writer:
                     f"application {app.name}: no answer showed its workspace, "
                     f"`{PLACEHOLDER_WORKSPACE}` (cluster `{PLACEHOLDER_CLUSTER}`)"
                 )
-            record: dict[str, Any] = _with_id({"name": app.name}, app.id)
+            record: dict[str, Any] = fixture_format.with_id({"name": app.name}, app.id)
             record |= {"type": app.type, "workspace": app.workspace}
             if app.application_set_id:
                 record["applicationSetId"] = app.application_set_id
@@ -1264,10 +1267,6 @@ class _Writer:
             ):
                 return True
         return False
-
-
-def _with_id(record: dict[str, Any], record_id: Any) -> dict[str, Any]:
-    return {**record, "id": record_id} if record_id else record
 
 
 def _minimal_manifest(app: _Application, version: int) -> dict[str, Any]:

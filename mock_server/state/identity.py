@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from mock_server.core import errors
+from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, locked
 from mock_server.state.entities import (
     SUBJECT_TYPES,
@@ -585,38 +586,30 @@ class Identity(Area):
         def resources(type_: str) -> list[Resource]:
             return [r for r in world.resources.values() if r.type == type_]
 
-        def named(subject: Subject) -> dict[str, str]:
-            return {"name": subject.name, "id": subject.id}
-
         return {
             "tenant": {"name": tenant.name, "id": tenant.id} if tenant else None,
-            "users": [
-                {"email": u.name, "displayName": u.display_name, "id": u.id}
-                for u in subjects("user")
-            ],
+            "users": [written.user(u.name, u.display_name, u.id) for u in subjects("user")],
             "teams": [
-                {**named(t), "members": [world.subjects[("user", m)].name for m in t.members]}
+                written.team(t.name, t.id, [world.subjects[("user", m)].name for m in t.members])
                 for t in subjects("team")
             ],
-            "virtualAccounts": [named(s) for s in subjects("virtualaccount")],
-            "agents": [named(s) for s in subjects("agent")],
-            "clusters": [{"name": r.name, "id": r.id} for r in resources("cluster")],
+            "virtualAccounts": [written.named(s.name, s.id) for s in subjects("virtualaccount")],
+            "agents": [written.named(s.name, s.id) for s in subjects("agent")],
+            "clusters": [written.named(r.name, r.id) for r in resources("cluster")],
             "workspaces": [
-                {"name": r.name, "id": r.id, "cluster": r.fqn.split(":")[0]}
-                for r in resources("workspace")
+                written.workspace(r.name, r.fqn.split(":")[0], r.id) for r in resources("workspace")
             ],
             "resources": [
-                {"type": r.type, "name": r.name, "fqn": r.fqn, "id": r.id}
+                written.resource(r.type, r.name, r.fqn, r.id)
                 for r in world.resources.values()
                 if r.type not in _OWN_SECTION
             ],
             "grants": [
-                {
-                    "subject": reference(world.subjects[(g.subject_type, g.subject_id)]),
-                    "role": g.role,
-                    "resource": f"{g.resource_type}:"
-                    + world.resources[(g.resource_type, g.resource_id)].name,
-                }
+                written.grant(
+                    reference(world.subjects[(g.subject_type, g.subject_id)]),
+                    g.role,
+                    f"{g.resource_type}:" + world.resources[(g.resource_type, g.resource_id)].name,
+                )
                 for g in world.grants
                 if g.binding is None
             ],

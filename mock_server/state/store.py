@@ -18,9 +18,11 @@ from typing import Any, Protocol
 import orjson
 from faker import Faker
 
+from mock_server.state import fixture_format
 from mock_server.state.area import Area
 from mock_server.state.artifacts import Artifacts
 from mock_server.state.deployments import Deployments
+from mock_server.state.fixture_format import SECTIONS
 from mock_server.state.gateway import Gateway
 from mock_server.state.identity import Identity
 from mock_server.state.jobs import Jobs
@@ -42,32 +44,6 @@ class Document(Protocol):
 
     def apply_to(self, store: Store) -> None: ...
 
-
-# The sections of a fixture document in the order they are applied: a record may name only
-# records of an earlier section (a grant names a secret group, an application a workspace).
-# Each is read (`loaders`) and written (`dump`) by the area that owns it; `clock` is the
-# store's own.
-SECTIONS = (
-    "tenant",
-    "users",
-    "teams",
-    "virtualAccounts",
-    "agents",
-    "clusters",
-    "workspaces",
-    "resources",
-    "secretGroups",
-    "mlRepos",
-    "grants",
-    "roleBindings",
-    "applications",
-    "artifactVersions",
-    "personalAccessTokens",
-    "models",
-    "modelResponses",
-    "scriptedReplies",
-    "clock",
-)
 
 MAX_SNAPSHOTS = 8  # worlds a store keeps to restore: seeds and sets of extra documents
 
@@ -255,11 +231,7 @@ class Store:
         written: dict[str, Any] = {"clock": iso(copy.sources.clock.now())}
         for area in copy.areas:
             written.update(area.dump())
-        return {
-            section: written[section]
-            for section in SECTIONS
-            if written.get(section) not in ([], None)
-        }
+        return fixture_format.document(written)
 
     def reset(self, seed: int | None = None, extra: Iterable[Document] = ()) -> None:
         """Back to the initial world of the seed (the current one if None), with the `extra`

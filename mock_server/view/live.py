@@ -25,8 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mock_server.core import escape, masking
-from mock_server.services.faults import Faults
-from mock_server.services.journal import Entry, Journal
+from mock_server.services.journal import Entry
 
 QUEUE_BYTES = 1024 * 1024  # of events kept for a subscriber that does not read; past it, dropped
 WRITE_BYTES = 64 * 1024  # of events a stream writes at once (or one event, if larger)
@@ -81,11 +80,6 @@ class Hub:
         self._subscribers: list[Subscriber] = []
         self._shown = shown  # a journal entry as an event shows it
         self.last_reload: dict[str, Any] | None = None  # the watcher's last word, for new pages
-
-    def watch(self, journal: Journal, faults: Faults) -> None:
-        """Publish what happens to a mock's journal and fault rules."""
-        journal.observers.append(self.entry)
-        faults.observers.append(lambda: self.publish("faults", {}))
 
     @property
     def subscribers(self) -> int:

@@ -1,6 +1,6 @@
 """The curl of every operation of the contract on `docs/curl.md`, written from the spec's
 examples (those Swagger UI's "Try it out" sends: `tests/test_docs_pages.py`), numbered as
-the operations page numbers them. `python -m tests.tables` writes them with the tables;
+the operations page numbers them. `python -m tools.tables` writes them with the tables;
 `tests/test_curl_examples.py` fails while the page differs, and runs each as written."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from mock_server.contract import documents as contract
 
-BEGIN = "<!-- curls: written by `python -m tests.tables` from the spec's examples -->\n"
+BEGIN = "<!-- curls: written by `python -m tools.tables` from the spec's examples -->\n"
 END = "<!-- /curls -->\n"
 BLOCK = re.compile(r"<!-- curl: (\w+) (\d{3}) -->\n```sh\n(.*?)```", re.DOTALL)
 METHODS = ("get", "put", "post", "delete", "patch")

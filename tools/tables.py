@@ -2,7 +2,7 @@
 their one source: the contract (`contract.operations()`) and the error classes
 (`mock_server.core.errors`).
 
-`python -m tests.tables` writes them in place; `tests/test_contract_documents.py` fails while
+`python -m tools.tables` writes them in place; `tests/test_contract_documents.py` fails while
 a document differs from what this writes, so no row is kept by hand:
 
 - `docs/operations.md`: one row per operation of the contract. The rows keep their numbers
@@ -10,24 +10,30 @@ a document differs from what this writes, so no row is kept by hand:
   of an operation the contract no longer has goes.
 - `docs/reliability.md`: the number of operations the fuzzing covers, the workflows of
   linked calls it runs (the spec's links, `contract.workflows()`), and the number of cases
-  of the bad-input suite (which pages every paginated operation).
+  of the bad-input suite (which pages every paginated operation), as pytest collects them
+  (`collected`); the test that checks the page counts them from the suite's module
+  (`cases`), and the two agree while every case is a `parametrize` mark.
 - `docs/errors.md`, and `spec/control-plane.yaml` (`info.description`): one row per error
   class, `condition | status | code`.
-- `docs/curl.md`: a curl of each operation, in the operations page's order (`tests/curls.py`).
+- `docs/curl.md`: a curl of each operation, in the operations page's order (`tools/curls.py`).
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from math import prod
+from pathlib import Path
 from types import ModuleType
 
 from mock_server.contract import documents as contract
 from mock_server.core import errors
 from mock_server.handlers import catalog
-from tests import curls
-from tests.pages import DOCS, ROOT
+from tools import curls
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
 
 OPERATIONS_PAGE = DOCS / "operations.md"
 ERRORS_PAGE = DOCS / "errors.md"
@@ -109,14 +115,29 @@ def errors_page(text: str) -> str:
     return _replace_table(text, ERRORS_HEAD, errors_table())
 
 
-def reliability_page(text: str) -> str:
-    """`docs/reliability.md` with its counts and list of workflows as they should be."""
-    from tests import test_bad_inputs  # the suite itself: imported only when counted
+def collected(test_file: str) -> int:
+    """How many test cases pytest collects from a test file of the repository."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", test_file],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"^(\d+) tests? collected", done.stdout, re.MULTILINE)
+    assert found, f"pytest collected nothing from {test_file}: {done.stdout[-500:]}"
+    return int(found[1])
 
+
+def reliability_page(text: str, bad_input_cases: int | None = None) -> str:
+    """`docs/reliability.md` with its counts and list of workflows as they should be, given
+    the number of cases of the bad-input suite (else counted as pytest collects them)."""
+    if bad_input_cases is None:
+        bad_input_cases = collected("tests/test_bad_inputs.py")
     text = _once(COUNTED, f"all {len(contract.operations())} operations", text)
     named = ", ".join(f"`{workflow}`" for workflow in contract.workflows())
     text = _once(WORKFLOWS, f"the spec's workflows: {named})", text)
-    return _once(BAD_INPUTS, rf"\g<1>{cases(test_bad_inputs)} cases", text)
+    return _once(BAD_INPUTS, rf"\g<1>{bad_input_cases} cases", text)
 
 
 def _once(pattern: re.Pattern[str], replacement: str, text: str) -> str:
