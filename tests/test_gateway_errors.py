@@ -97,3 +97,19 @@ def test_openai_bad_request_error_with_type_param_and_string_code(client):
         "40001",
         "starting_after",
     )
+
+
+@pytest.mark.parametrize(
+    ("request_kwargs", "status", "code"),
+    [
+        pytest.param({"params": {"q": "x" * 17_000}}, 414, 41401, id="target-too-long"),
+        pytest.param({"headers": {f"x-h{n}": "v" for n in range(120)}}, 431, 43101, id="headers"),
+    ],
+)
+def test_a_request_past_the_limits_is_refused_in_both_dialects(
+    gateway, request_kwargs, status, code
+):
+    # Refused outermost, before routing: the refusal still speaks OpenAI's dialect on the
+    # gateway, for `openai` to raise its own exception class.
+    body = assert_error(gateway.get("/models", **request_kwargs), status, code)
+    assert body["error"]["code"] == str(code)

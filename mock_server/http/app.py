@@ -61,7 +61,7 @@ from mock_server.http import wsgi
 from mock_server.http.events import EventStream
 from mock_server.http.faulting import FaultInjection
 from mock_server.http.middleware import PathGuard, RouteNotes, RoutingMiddleware
-from mock_server.http.scope import operation_id
+from mock_server.http.scope import on_gateway, operation_id
 from mock_server.http.security import security_map
 from mock_server.http.validators import (
     VALIDATOR_MAP,
@@ -424,14 +424,6 @@ def render_error(
         content_type="application/json",
         body=answer.body,
         headers=headers,
-    )
-
-
-def on_gateway(scope: Scope, gateway_prefix: str) -> bool:
-    """Whether a request is to the gateway: its path is under the gateway's prefix."""
-    path: str = scope.get("path", "")
-    return bool(gateway_prefix) and (
-        path == gateway_prefix or path.startswith(gateway_prefix + "/")
     )
 
 

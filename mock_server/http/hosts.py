@@ -29,6 +29,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server.core import errors
+from mock_server.http.scope import on_gateway
 
 ANY_HOST = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"})
@@ -92,7 +93,13 @@ class HostGuard:
     server's own names, and the admin API only to its own pages."""
 
     def __init__(
-        self, app: ASGIApp, admin_prefix: str, allowed: list[str], *, everywhere: bool = False
+        self,
+        app: ASGIApp,
+        admin_prefix: str,
+        allowed: list[str],
+        *,
+        everywhere: bool = False,
+        gateway_prefix: str = "",
     ):
         for value in allowed:
             problem = allowed_host_problem(value)
@@ -100,6 +107,7 @@ class HostGuard:
                 raise ValueError(f"allowed host {value!r}: {problem}")
         self.app = app
         self.admin_prefix = admin_prefix
+        self.gateway_prefix = gateway_prefix  # whose refusals speak OpenAI's dialect too
         self.everywhere = everywhere
         self.any_host = ANY_HOST in allowed
         self.allowed = [split_host(value) for value in allowed if value != ANY_HOST]
@@ -115,14 +123,13 @@ class HostGuard:
         host = headers.get("host", "")
         if not self.own_host(host, scope.get("server")):
             shown = host[:100] or "(none)"
-            return await errors.send_error(
-                send,
-                errors.ForeignHost(
-                    f"Host {shown!r} is not a name of this server: it answers "
-                    + ("" if admin else "here ")
-                    + "only under its own address or a name given with --allowed-host"
-                ),
+            refused = errors.ForeignHost(
+                f"Host {shown!r} is not a name of this server: it answers "
+                + ("" if admin else "here ")
+                + "only under its own address or a name given with --allowed-host"
             )
+            gateway = on_gateway(scope, self.gateway_prefix)
+            return await errors.send_error(send, errors.error_answer(refused, gateway=gateway))
         if admin and not _from_own_page(headers, host):
             return await errors.send_error(
                 send,

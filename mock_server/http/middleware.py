@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mock_server.core import errors, masking
 from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
 from mock_server.http.request_log import UNAUTHENTICATED, caller_of
-from mock_server.http.scope import operation_id
+from mock_server.http.scope import on_gateway, operation_id
 from mock_server.services.exchange import exchange
 from mock_server.services.journal import BODY_LIMIT, Entry, Journal, request_headers
 
@@ -202,14 +202,16 @@ class RequestLimits:
     request has been read yet, it is not journaled (the HTTP parser's refusals over TCP
     never reach the mock at all), and its cost is bounded whatever its size."""
 
-    def __init__(self, app: ASGIApp):
+    def __init__(self, app: ASGIApp, gateway_prefix: str = ""):
         self.app = app
+        self.gateway_prefix = gateway_prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["type"] == "http":
             problem = request_problem(scope)
             if problem is not None:
-                await errors.send_error(send, problem)
+                gateway = on_gateway(scope, self.gateway_prefix)
+                await errors.send_error(send, errors.error_answer(problem, gateway=gateway))
                 return None
         return await self.app(scope, receive, send)
 

@@ -91,12 +91,13 @@ def outer_layers(mock: Stacked) -> list[Layer]:
     """The layers around the Connexion app, outermost first."""
     config = mock.config
     layers: list[Layer] = [
-        RequestLimits,
+        functools.partial(RequestLimits, gateway_prefix=mock.gateway_prefix),
         functools.partial(
             HostGuard,
             admin_prefix=mock.admin_prefix,
             allowed=config.allowed_hosts,
             everywhere=config.host_check == "all",
+            gateway_prefix=mock.gateway_prefix,
         ),
     ]
     if config.cors:  # never for the admin API, which no page of another origin may drive
