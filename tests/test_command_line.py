@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import mock_server
 from mock_server import cli
 from mock_server.cli import options
 from mock_server.services.auth import KEY_VARIABLE
@@ -453,3 +454,16 @@ def test_run_says_it_loads_the_world_and_how_long_it_took_before_its_banner():
         r"platform-mock: loading the world \(the bundled defaults\)\.\.\. \d+\.\d s", first
     )
     assert second.startswith("platform-mock ") and "(seed 0)" in second
+
+
+def test_version_is_answered_before_the_command_lines_modules_are_imported():
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mock_server", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=budget(60),
+    )
+    assert done.stdout == f"platform-mock {mock_server.__version__}\n"
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "mock_server.core.version" in imported
+    assert [name for name in imported if name.startswith("mock_server.cli")] == []

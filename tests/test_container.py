@@ -107,7 +107,7 @@ def test_the_image_runs_as_a_user_of_its_own_not_root():
 def test_the_entry_point_is_the_packages_own_command():
     (entry,) = final("ENTRYPOINT")
     assert exec_form(entry) == ["platform-mock"]
-    assert PYPROJECT["project"]["scripts"]["platform-mock"] == "mock_server.cli:main"
+    assert PYPROJECT["project"]["scripts"]["platform-mock"] == "mock_server.__main__:main"
 
 
 def served_args() -> Any:

@@ -97,7 +97,7 @@ def test_wheel_carries_the_contract_fixtures_and_the_live_view(wheel, member):
 def test_wheel_declares_the_console_script(wheel):
     archive = zipfile.ZipFile(wheel)
     (entry_points,) = [n for n in archive.namelist() if n.endswith("entry_points.txt")]
-    assert "platform-mock = mock_server.cli:main" in archive.read(entry_points).decode()
+    assert "platform-mock = mock_server.__main__:main" in archive.read(entry_points).decode()
 
 
 @contextlib.contextmanager
