@@ -35,6 +35,7 @@ import httpx
 import pytest
 
 from mock_server.contract import documents as contract
+from mock_server.contract import validation
 from mock_server.contract.validation import MAX_BODY_BYTES
 from mock_server.fixtures.loader import dump
 from mock_server.handlers import catalog
@@ -825,3 +826,19 @@ def test_json_nesting_is_bounded_so_the_state_dump_always_works(api, admin, leve
     response = api.post("/artifact-versions/stage", json={"manifest": manifest})
     assert response.status_code == status, response.text
     assert admin.get("/state").status_code == 200
+
+
+# A value of more than 10,000 JSON values is explained by its first 3,000 items of each list.
+HUGE_INTEGERS = {"type": "array", "items": {"type": "integer"}}
+
+
+def test_a_huge_value_wrong_near_its_start_is_explained_where_it_is_wrong():
+    schema = validation.compiled(HUGE_INTEGERS)
+    found = validation.ruled_violations(schema, [1] * 20 + ["x"] + [1] * 20_000, "body")
+    assert [detail["field"] for _, detail in found] == ["[20]"]
+
+
+def test_a_huge_value_wrong_past_the_explained_items_is_said_not_to_match():
+    schema = validation.compiled(HUGE_INTEGERS)
+    (found,) = validation.ruled_violations(schema, [1] * 20_000 + ["x"], "body")
+    assert "not explained further" in found[1]["message"]

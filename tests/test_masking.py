@@ -204,3 +204,10 @@ def test_the_recorder_hides_the_callers_credential_echoed_in_an_answer():
     document, _ = recorder.document()
     (runs,) = [app["runs"] for app in document["applications"]]
     assert runs[0]["error"] == f"401 for {H}"
+
+
+def test_text_nested_past_the_rules_depth_is_hidden_whole_not_overflowed():
+    # 7 KB of `key: [` once overflowed the stack of every door that masks (issue: a request
+    # went unanswered, the journal's readers answered 500).
+    shown = masked_text("key: [" * 10_000)
+    assert shown.endswith(HIDDEN) and len(shown) < 200

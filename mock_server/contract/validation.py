@@ -192,8 +192,21 @@ def _explained(error: ValidationError, location: str, prefix: tuple[t.Any, ...])
             "message": f"must be one of {', '.join(choices)}",
         }
         return [("enum", detail)]
-    detail = {"location": location, "field": where, "message": error.message}
+    detail = {"location": location, "field": where, "message": _short(error.message)}
     return [(str(error.validator), detail)]
+
+
+# Characters of a schema's message kept: jsonschema writes the whole value into it (`[...] is
+# too long` of a 100,000-item array was 1.5 MB, then journaled, masked and reported), so a
+# long one keeps its start and its end (what is wrong with the value).
+MAX_MESSAGE = 400
+
+
+def _short(message: str) -> str:
+    if len(message) <= MAX_MESSAGE:
+        return message
+    head, tail = message[: MAX_MESSAGE // 2], message[-MAX_MESSAGE // 4 :]
+    return f"{head}… ({len(message)} characters) …{tail}"
 
 
 def violations(
@@ -211,6 +224,20 @@ def ruled_violations(
     keyword when only jsonschema-rs could say); [] when it is valid."""
     if schema.is_valid(instance):
         return []
+    if _more_values_than(instance, MAX_EXPLAINED_VALUES):
+        # Both libraries explain a oneOf by checking each branch whole and keeping every
+        # error of each: 100,000 items under a oneOf was 700,000 descents, 3 s of the event
+        # loop and 600 MB (jsonschema), or 200,000 error objects and 2 s (jsonschema-rs). Past
+        # a size, what is explained is the value with each list cut to its first items; if
+        # that is valid (what is wrong lies past the cut), the value is said not to match.
+        instance = _cut(instance)
+        if schema.is_valid(instance):
+            message = (
+                "does not match the contract's schema (a value of more than "
+                f"{MAX_EXPLAINED_VALUES:,} JSON values is not explained further)"
+            )
+            detail = {"location": location, "field": field_path(list(prefix)), "message": message}
+            return [("", detail)]
     # A body of half a million wrong items has as many violations: explaining them all would
     # hold the event loop for seconds and answer tens of megabytes. The first ones say it.
     found = [
@@ -220,15 +247,54 @@ def ruled_violations(
     ][:MAX_DETAILS]
     if not found and schema.fast is not None:
         # jsonschema-rs is the stricter of the two (it checks formats jsonschema may skip).
-        try:
-            found = [
-                ("", {"location": location, "field": field_path([*prefix, *e.instance_path]),
-                      "message": e.message})
-                for e in schema.fast.iter_errors(instance)
-            ]  # fmt: skip
-        except Exception:
-            found = []
+        found = _fast_violations(schema, instance, location, prefix)
     return found
+
+
+# JSON values past which a violation is explained by jsonschema-rs alone.
+MAX_EXPLAINED_VALUES = 10_000
+
+
+# Items of each list kept of a value too big to explain whole: more than any `maxItems` of
+# the contract (2,048), so that a list too long is still one.
+MAX_EXPLAINED_ITEMS = 3_000
+
+
+def _cut(instance: t.Any) -> t.Any:
+    if isinstance(instance, list):
+        return [_cut(item) for item in instance[:MAX_EXPLAINED_ITEMS]]
+    if isinstance(instance, dict):
+        return {key: _cut(value) for key, value in instance.items()}
+    return instance
+
+
+def _more_values_than(instance: t.Any, limit: int) -> bool:
+    """Whether the JSON value holds more than `limit` values, counting no further."""
+    pending, counted = [instance], 0
+    while pending:
+        value = pending.pop()
+        counted += 1
+        if counted > limit:
+            return True
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return False
+
+
+def _fast_violations(
+    schema: CompiledSchema, instance: t.Any, location: str, prefix: tuple[t.Any, ...]
+) -> list[Ruled]:
+    assert schema.fast is not None
+    try:
+        return [
+            ("", {"location": location, "field": field_path([*prefix, *e.instance_path]),
+                  "message": _short(e.message)})
+            for e in itertools.islice(schema.fast.iter_errors(instance), MAX_DETAILS)
+        ]  # fmt: skip
+    except Exception:  # a value jsonschema-rs cannot read: the other library's verdict stands
+        return []
 
 
 def stream_events(raw: bytes) -> list[dict[str, str]]:

@@ -33,6 +33,7 @@ only mention a credential (`token_type`, `tokenId`, `max_tokens`); an empty valu
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -128,7 +129,16 @@ def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _assigned(found: re.Match[str]) -> str:
+# How deep a value is read for assignments within it (`"note": "token=..."` is 2): text built
+# to nest further (`key: [key: [...`, 1,200 deep in 7 KB) would cost a scan of the rest of
+# the line at each depth, and Python's stack; past it, the rest is hidden whole.
+MAX_NESTING = 8
+
+
+def _assigned(found: re.Match[str], depth: int = 0) -> str:
+    if depth >= MAX_NESTING:
+        return f"{found['lead'] or ''}{found['name']}{found['between']}{HIDDEN}"
+    inner = functools.partial(_assigned, depth=depth + 1)
     lead, name, between = found["lead"] or "", found["name"], found["between"]
     before, value = f"{lead}{name}{between}{found['scheme'] or ''}", found["value"]
     bare = value.strip("\"'")
@@ -140,10 +150,10 @@ def _assigned(found: re.Match[str]) -> str:
         named = _IDENTIFIER.search(name) or name.lower() in _PASSWORD_WORDS
         named = named and not (value.isalpha() and value.islower())
         if not (quoted or opening or named) or value.startswith("//"):  # prose, a URL
-            return before + _ASSIGNMENT.sub(_assigned, value)
+            return before + _ASSIGNMENT.sub(inner, value)
     if not holds_credential(name) or bare in ("", HIDDEN):
         # What the value says may name a credential in its turn (`"note": "token=..."`).
-        return before + _ASSIGNMENT.sub(_assigned, value)
+        return before + _ASSIGNMENT.sub(inner, value)
     quote = value[0] if value[0] in "\"'" else ""
     closing = quote if len(value) > 1 and value.endswith(quote) else ""
     return f"{before}{quote}{HIDDEN}{closing}"
