@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import socket
 import threading
+import time
 import tracemalloc
 from collections.abc import Iterator
 from urllib.parse import urlsplit
@@ -327,6 +328,63 @@ def test_parts_of_an_upload_count_against_the_file_budget_together(api, store):
     first, second = (part["signed_url"] for part in upload["part_signed_urls"])
     assert put(first, bytes(FILE_BYTES - 10)).status_code == 200
     assert_error(put(second, bytes(11)), 413, 41302)
+
+
+def test_parts_sent_side_by_side_count_against_the_file_budget_together(api, store):
+    """Two parts of one upload arriving at once, each under the budget and together over
+    it: the second to pass the budget is refused while the first is still arriving."""
+    version_id = stage(api)
+    upload = _start(api, version_id, "model.bin", 2)
+    first, second = (part["signed_url"] for part in upload["part_signed_urls"])
+    half = FILE_BYTES // 2 + MIB
+    first_half_sent = threading.Event()
+    answers: dict[str, int] = {}
+
+    def slow() -> Iterator[bytes]:
+        yield bytes(half - 10)
+        first_half_sent.set()
+        # Hold the last bytes until the second part has been answered.
+        while "second" not in answers:
+            time.sleep(0.01)
+        yield bytes(10)
+
+    def send_first() -> None:
+        answers["first"] = httpx.put(first, content=slow(), timeout=budget(60)).status_code
+
+    sender = threading.Thread(target=send_first)
+    sender.start()
+    assert first_half_sent.wait(budget(30))
+    # The bytes sent may still be on their way to the mock: wait until it has set them aside.
+    deadline = time.monotonic() + budget(30)
+    while store.storage.used() < half - 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    answers["second"] = put(second, bytes(half)).status_code
+    sender.join(budget(60))
+    assert answers == {"first": 200, "second": 413}
+
+
+def test_an_upload_begun_before_a_reset_is_not_stored_in_the_new_world(api, mock, store):
+    """The version staged again after a reset has the same id as the one the upload began
+    for: the URL's signature, checked again when the bytes are stored, tells them apart."""
+    version = stage(api)
+    url = urls(api, version, ["late.bin"], "WRITE")["late.bin"]
+    first = b"begun in the first world"
+    staged_again: list[str] = []
+    held = store.storage.used()
+
+    def across_the_reset() -> Iterator[bytes]:
+        yield first
+        deadline = time.monotonic() + budget(30)
+        while store.storage.used() < held + len(first) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the mock is receiving the upload
+        mock.reset()
+        staged_again.append(stage(api))
+        yield b", ended in the next"
+
+    answer = httpx.put(url, content=across_the_reset(), timeout=budget(60))
+    assert staged_again == [version]
+    assert_error(answer, 403, 40304)
+    assert store.artifacts.version(version).files == {}
 
 
 def test_a_completion_naming_a_part_not_uploaded_is_400_40012_and_the_upload_stays(api, store):

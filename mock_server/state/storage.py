@@ -89,15 +89,13 @@ class Signed:
     part: int = 0
 
 
-@dataclass
+@dataclass(eq=False)
 class Reservation:
-    """Bytes set aside for one upload under way: counted against the world's budget until
-    the upload is stored or given up (`Storage.release`)."""
+    """Bytes set aside for one upload under way, by the signed URL it arrives at: counted
+    against the file's and the world's budget until the upload is stored or given up
+    (`Storage.release`)."""
 
-    version_id: str
-    path: str
-    upload_id: str
-    part: int
+    asked: Signed
     size: int = 0
 
 
@@ -150,7 +148,7 @@ class Storage(Area):
         self.identity = identity
         self.artifacts = artifacts
         self.secret = secret
-        self.reserved = 0  # bytes of the uploads under way
+        self.under_way: set[Reservation] = set()  # the uploads being received
 
     # -- signed URLs ------------------------------------------------------------------------
     def signature(
@@ -217,7 +215,7 @@ class Storage(Area):
     # -- the bytes ----------------------------------------------------------------------------
     def used(self) -> int:
         """Bytes of the world's file contents, and of the uploads under way."""
-        return sum(map(len, self.world.blobs.values())) + self.reserved
+        return sum(map(len, self.world.blobs.values())) + sum(r.size for r in self.under_way)
 
     @locked
     def reserve(
@@ -225,7 +223,9 @@ class Storage(Area):
     ) -> Reservation:
         """Set `size` more bytes aside for an upload (a new one when `reservation` is None),
         or refuse it (413) when it would pass a budget; the version must be staged (and the
-        multipart upload a part names must be under way)."""
+        multipart upload a part names must be under way). The URL is checked again: the
+        world may have been reset since the upload began."""
+        self.check(asked)
         version = self.world.artifact_versions.get(asked.version_id)
         if version is None:
             raise errors.ArtifactVersionNotFound(
@@ -234,57 +234,64 @@ class Storage(Area):
         _require_staged(version)
         earlier = 0
         if asked.upload_id:
+            # The upload's other parts, stored or arriving at the same time: parts sent side
+            # by side are one file, within the file's budget together.
             upload = self._upload(asked)
             earlier = sum(p.size for n, p in upload.parts.items() if n != asked.part)
+            earlier += sum(
+                r.size
+                for r in self.under_way
+                if r is not reservation and r.asked.upload_id == asked.upload_id
+            )
         held = reservation.size if reservation else 0
         if earlier + held + size > FILE_BYTES:
-            raise UploadTooLarge(
-                f"File {asked.path!r} would hold more than {FILE_BYTES} bytes "
-                f"({FILE_BYTES >> 20} MiB), the most a file of the mock holds; nothing of it "
-                "was stored"
-            )
+            raise _file_too_large(asked.path)
         if self.used() + size > WORLD_BYTES:
             raise UploadTooLarge(
                 f"The world's files would hold more than {WORLD_BYTES} bytes "
                 f"({WORLD_BYTES >> 20} MiB, uploads under way included), the most a world of "
                 "the mock holds; nothing of this upload was stored (a reset frees the world's)"
             )
-        self.reserved += size
         if reservation is None:
-            reservation = Reservation(asked.version_id, asked.path, asked.upload_id, asked.part)
+            reservation = Reservation(asked)
+            self.under_way.add(reservation)
         reservation.size += size
         return reservation
 
     @locked
     def release(self, reservation: Reservation) -> None:
         """Give an upload's reserved bytes back (stored or not)."""
-        self.reserved -= reservation.size
+        self.under_way.discard(reservation)
         reservation.size = 0
 
     @locked
     def put(self, reservation: Reservation, data: bytes, md5: str, sha256: str) -> StoredFile:
         """Store an upload's bytes (a whole file, or one part of a multipart upload), checked
-        again: the version may have been finalised or failed while they arrived."""
-        version = self.world.artifact_versions.get(reservation.version_id)
+        again: the world may have been reset, or the version finalised or failed, while they
+        arrived (a world's version ids are the same after a reset: the URL's signature says
+        which world it is of)."""
+        asked = reservation.asked
+        self.check(asked)
+        version = self.world.artifact_versions.get(asked.version_id)
         if version is None:
             raise errors.ArtifactVersionNotFound(
-                f"No artifact version with id {reservation.version_id!r}"
+                f"No artifact version with id {asked.version_id!r}"
             )
         _require_staged(version)
         stored = StoredFile(len(data), md5, sha256)
-        if reservation.upload_id:
-            upload = self._upload(reservation)
-            replaced = upload.parts.get(reservation.part)
-            upload.parts[reservation.part] = stored
+        if asked.upload_id:
+            upload = self._upload(asked)
+            replaced = upload.parts.get(asked.part)
+            upload.parts[asked.part] = stored
         else:
-            replaced = version.files.get(reservation.path)
-            version.files[reservation.path] = stored
+            replaced = version.files.get(asked.path)
+            version.files[asked.path] = stored
         self.world.blobs.setdefault(sha256, data)
         if replaced is not None:
             drop_unused(self.world, replaced.blob)
         return stored
 
-    def _upload(self, asked: Signed | Reservation) -> MultipartUpload:
+    def _upload(self, asked: Signed) -> MultipartUpload:
         upload = self.world.uploads.get(asked.upload_id)
         if upload is None or (upload.version_id, upload.path) != (asked.version_id, asked.path):
             raise StoredFileNotFound(f"No multipart upload {asked.upload_id!r} of this file")
@@ -294,6 +301,7 @@ class Storage(Area):
     def complete(self, asked: Signed, listed: list[tuple[int, str]]) -> StoredFile:
         """Join a multipart upload's parts, as the completion lists them (each part's number
         and ETag, in order), into the file."""
+        self.check(asked)
         version = self.world.artifact_versions.get(asked.version_id)
         if version is None:
             raise errors.ArtifactVersionNotFound(
@@ -312,6 +320,8 @@ class Storage(Area):
                 raise InvalidMultipartCompletion(
                     f"Part {number} was not uploaded, or its ETag is not {etag[:40]!r}"
                 )
+        if sum(upload.parts[n].size for n in numbers) > FILE_BYTES:  # parts since replaced
+            raise _file_too_large(upload.path)
         data = b"".join(self.world.blobs[upload.parts[n].blob] for n in numbers)
         digest = hashlib.sha256(data).hexdigest()
         stored = StoredFile(len(data), hashlib.md5(data).hexdigest(), digest)
@@ -328,6 +338,7 @@ class Storage(Area):
     @locked
     def read(self, asked: Signed) -> tuple[bytes, str]:
         """A finalised version's file, as it was uploaded, and its MD5."""
+        self.check(asked)
         version = self.world.artifact_versions.get(asked.version_id)
         if version is None:
             raise errors.ArtifactVersionNotFound(
@@ -369,7 +380,7 @@ class Storage(Area):
         """A fixture's files of a staged version, through the budget as an upload is."""
         for record in records:
             data = _file_content(record)
-            asked = Signed(version.id, _checked_path(record["path"]), WRITE, "")
+            asked = self._signed(version.id, _checked_path(record["path"]), WRITE)
             reservation = self.reserve(asked, len(data))
             try:
                 self.put(
@@ -401,6 +412,13 @@ class Storage(Area):
                 for v in self.world.artifact_versions.values()
             ]
         }
+
+
+def _file_too_large(path: str) -> UploadTooLarge:
+    return UploadTooLarge(
+        f"File {path!r} would hold more than {FILE_BYTES} bytes ({FILE_BYTES >> 20} MiB), "
+        "the most a file of the mock holds; nothing of it was stored"
+    )
 
 
 def _require_staged(version: ArtifactVersion) -> None:
