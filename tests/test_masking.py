@@ -139,6 +139,34 @@ def test_the_callers_own_credential_is_hidden_wherever_it_appears():
     assert masked({"error": said}, credentials=credentials) == {"error": f"the token {H} expired"}
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["x-functions-key", "Ocp-Apim-Subscription-Key", "Authentication", "X-Auth", "x-auth-token"],
+)
+def test_a_header_named_for_a_credential_is_hidden(name: str):
+    assert masked({name: "opaque-value-1234"}) == {name: H}
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        pytest.param(
+            {"authorization": "Bearer first-credential, Bearer second-credential"},
+            ("first-credential", "second-credential"), id="authorization-sent-twice",
+        ),
+        pytest.param({"x-functions-key": "opaque-value-1234"}, ("opaque-value-1234",), id="key"),
+        pytest.param(
+            {"cookie": "theme=dark; session=session-value-1"}, ("session-value-1",), id="cookie",
+        ),
+        pytest.param({"content-type": "application/json"}, (), id="no-credential-header"),
+    ],
+)  # fmt: skip
+def test_the_callers_own_credentials_are_read_from_each_credential_header(
+    headers: dict[str, str], expected: tuple[str, ...]
+):
+    assert credentials_of(headers) == expected
+
+
 def test_a_credential_too_short_to_be_told_from_a_word_is_not_hidden_everywhere():
     assert credentials_of({"authorization": "Bearer abc"}) == ()
 

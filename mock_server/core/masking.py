@@ -48,7 +48,9 @@ MIN_CREDENTIAL = 8
 # `clientSecret`); `token_type`, `tokenId` or `max_tokens` name no credential.
 _CREDENTIAL_WORD = (
     r"(?:token|secret|password|passwd|passphrase|api[_-]?key|apikey|access[_-]?key|"
-    r"secret[_-]?key|private[_-]?key|signing[_-]?key|credentials?|authorization|cookie)"
+    r"secret[_-]?key|private[_-]?key|signing[_-]?key|subscription[_-]?key|functions[_-]?key|"
+    r"account[_-]?key|master[_-]?key|session[_-]?key|credentials?|auth|authentication|"
+    r"authorization|cookie)"
 )
 _CREDENTIAL_NAME = re.compile(rf"(?:^|[_.-]|(?<=[a-z])){_CREDENTIAL_WORD}$", re.IGNORECASE)
 # Lists whose items each hold a secret in `value`.
@@ -94,7 +96,7 @@ _QUOTED_FIRST = re.compile(r"^\S.*?(?= (?:is|does|was|has|should|must|expected)\
 _HINTS = (
     "eyj", "tfy_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "hf_", "akia",
     "asia", "xox", "glpat-", "bearer", "basic", "token", "secret", "passw", "passphrase", "key",
-    "credential", "authorization", "cookie",
+    "credential", "auth", "cookie",
 )  # fmt: skip
 _HINT_BYTES = tuple(word.encode() for word in _HINTS)
 
@@ -116,17 +118,23 @@ def holds_credential(name: str) -> bool:
 
 
 def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
-    """The caller's own credentials in its request's headers (lower-case names), to hide
-    wherever they appear: the credential of an authorization scheme (`Bearer VALUE`), or a
-    credential header's whole value; none shorter than MIN_CREDENTIAL (it could be a word)."""
+    """The caller's own credentials in its request's headers, to hide wherever they appear:
+    of each header whose name says it holds one (`Authorization`, `X-Api-Key`,
+    `Ocp-Apim-Subscription-Key`, `X-Auth`, ...), the credential of each authorization scheme
+    (`Bearer VALUE`) or the whole value, each of a header sent twice (joined by `, `) apart;
+    none shorter than MIN_CREDENTIAL (it could be a word)."""
     found: list[str] = []
-    for name in ("authorization", "proxy-authorization", "x-api-key", "api-key"):
-        value = headers.get(name, "").strip()
-        scheme, _, credential = value.partition(" ")
-        credential = credential.strip() if scheme.lower() in ("bearer", "basic") else value
-        if len(credential) >= MIN_CREDENTIAL:
-            found.append(credential)
-    return tuple(dict.fromkeys(found))
+    for name, value in headers.items():
+        if not holds_credential(name):
+            continue
+        if name.lower() == "cookie":  # `a=1; session=VALUE`: each cookie's value
+            found += [c.partition("=")[2].strip() for c in value.split(";")]
+            continue
+        for sent in value.split(","):
+            scheme, _, credential = sent.strip().partition(" ")
+            credential = credential.strip() if scheme.lower() in ("bearer", "basic") else sent
+            found.append(credential.strip())
+    return tuple(dict.fromkeys(c for c in found if len(c) >= MIN_CREDENTIAL))
 
 
 # How deep a value is read for assignments within it (`"note": "token=..."` is 2): text built
