@@ -23,7 +23,7 @@ def test_the_authorization_is_sent_as_the_token_variable():
 
     assert shlex.split(line) == [
         "curl", "-sS", "$PLATFORM_MOCK_URL/api/svc/v1/session",
-        "-H", "Authorization: Bearer $TOKEN",
+        "-H", "Authorization: Bearer $PLATFORM_MOCK_TOKEN",
     ]  # fmt: skip
 
 

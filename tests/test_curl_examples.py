@@ -1,7 +1,8 @@
 """The curl of every operation (`docs/curl.md`) runs as written: the real `curl`, from a
 shell, against the session's server over TCP with the world reset, with only
-`$PLATFORM_MOCK_URL` and `$TOKEN` set, as the page tells a reader to set them. Each answers
-the status the page writes above it, and reaches the operation it is written for."""
+`$PLATFORM_MOCK_URL` and `$PLATFORM_MOCK_TOKEN` set, as the page tells a reader to set them.
+Each answers the status the page writes above it, and reaches the operation it is written
+for."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_the_curl_answers_its_documented_status(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "CURL_HOME": str(tmp_path),
         "PLATFORM_MOCK_URL": server.url,
-        "TOKEN": mock.auth.dev_token(),
+        "PLATFORM_MOCK_TOKEN": mock.auth.dev_token(),
     }
     done = subprocess.run(
         ["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60

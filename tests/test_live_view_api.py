@@ -508,13 +508,17 @@ def test_an_opened_request_has_a_curl_line_that_sends_it_again(server, admin, ap
     command = _opened(admin, line["seq"])["curl"]
     ran = subprocess.run(
         ["bash", "-c", command],
-        env={"PATH": os.environ["PATH"], "PLATFORM_MOCK_URL": server.url, "TOKEN": token},
+        env={
+            "PATH": os.environ["PATH"],
+            "PLATFORM_MOCK_URL": server.url,
+            "PLATFORM_MOCK_TOKEN": token,
+        },
         capture_output=True,
         text=True,
         timeout=60,
     )
 
-    assert token not in command and "Bearer $TOKEN" in command
+    assert token not in command and "Bearer $PLATFORM_MOCK_TOKEN" in command
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == sent.json()
     again = mock.journal.last

@@ -198,7 +198,8 @@ def test_violating_request_is_kept_in_full_with_its_test_under_the_rule_it_broke
             "hint": "",
             "curl": (
                 """curl -sS -X POST "$PLATFORM_MOCK_URL"'/api/svc/v1/artifact-versions/stage"""
-                """?dryRun=true' -H "Authorization: Bearer $TOKEN" -H 'content-type:' """
+                """?dryRun=true' -H "Authorization: Bearer $PLATFORM_MOCK_TOKEN" """
+                """-H 'content-type:' """
                 """--data-binary '{"manifest":{"type":"model-version","name":"m"}}'"""
             ),
         }

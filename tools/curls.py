@@ -45,7 +45,7 @@ def status(op: contract.Operation) -> int:
 
 def curl(op: contract.Operation) -> str:
     """The operation's example request, as a curl command reading `$PLATFORM_MOCK_URL` and
-    `$TOKEN`."""
+    `$PLATFORM_MOCK_TOKEN`."""
     found, parameters = _operation(op)
     path, query, headers = op.path, {}, []
     for parameter in parameters:
@@ -65,7 +65,7 @@ def curl(op: contract.Operation) -> str:
     words = ["curl -s"] + ([f"-X {op.method}"] if op.method != "GET" else [])
     lines = [" ".join(words) + f' "$PLATFORM_MOCK_URL{url}"']
     if op.token:
-        lines.append('-H "Authorization: Bearer $TOKEN"')
+        lines.append('-H "Authorization: Bearer $PLATFORM_MOCK_TOKEN"')
     lines += [f"-H {shlex.quote(header)}" for header in headers]
     if "requestBody" in found:
         media_type, content = next(iter(found["requestBody"]["content"].items()))

@@ -2,14 +2,15 @@
 
 The line is shown to a person (the live view's "Copy as curl") and may be pasted in a shared
 chat or a CI job, so it names neither the mock's address nor a credential: the base URL is
-`$PLATFORM_MOCK_URL` and the token `$TOKEN`, as the README writes them, both read from the
-shell that runs it. It is made of what the journal kept, every credential in it hidden
-already by the one masking rule: the request's `Authorization` (hidden) is sent as
-`Bearer $TOKEN`, and any other header whose value is hidden is left out, named in a closing
-comment. Each word is quoted by `shlex.quote`, the path and query percent-encoded as they go
-on the wire, a JSON body written with `escape.json_text` (its controls as JSON's own
-escapes, read back as what was sent); what a client chose can then act on nothing but in a
-header's value, which the caller shows through `escape.text` like any text of a client.
+`$PLATFORM_MOCK_URL` and the token `$PLATFORM_MOCK_TOKEN`, both read from the shell that runs
+it (`platform-mock run` sets both). It is made of what the journal kept, every credential in
+it hidden already by the one masking rule: the request's `Authorization` (hidden) is sent as
+`Bearer $PLATFORM_MOCK_TOKEN`, and any other header whose value is hidden is left out, named
+in a closing comment. Each word is quoted by `shlex.quote`, the path and query percent-
+encoded as they go on the wire, a JSON body written with `escape.json_text` (its controls as
+JSON's own escapes, read back as what was sent); what a client chose can then act on nothing
+but in a header's value, which the caller shows through `escape.text` like any text of a
+client.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ NOT_SENT = frozenset(
 )
 # What a path segment may hold as it is (RFC 3986 `pchar`); the rest is percent-encoded.
 _PATH_SAFE = "/:@!$&'()*+,;="
-BEARER = '"Authorization: Bearer $TOKEN"'  # the request's credential, from the shell
+BEARER = '"Authorization: Bearer $PLATFORM_MOCK_TOKEN"'  # the request's credential, from the shell
 
 
 def curl_command(

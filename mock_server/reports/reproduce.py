@@ -3,9 +3,9 @@ headers and credential a report's line sends; `core.curl` writes the line, as it
 live view's "Copy as curl".
 
 A reviewer reads it in a report a whole team sees, so it names neither the mock's address nor
-a credential: the base URL is `$PLATFORM_MOCK_URL` and the token `$TOKEN`, both read from the
-shell that runs it (`platform-mock run` sets the first; `platform-mock token` prints a
-token). It is made of what the journal kept, every credential in it hidden already (the one
+a credential: the base URL is `$PLATFORM_MOCK_URL` and the token `$PLATFORM_MOCK_TOKEN`,
+both read from the shell that runs it (`platform-mock run` sets both; `platform-mock token`
+prints a token). It is made of what the journal kept, every credential in it hidden already (the one
 masking rule): the path and query percent-encoded as they go on the wire, a JSON body as the
 same JSON written with `escape.json_text` (its controls and workflow commands as JSON's own
 escapes, read back as what was sent), each word quoted by `shlex.quote`. A client's text can

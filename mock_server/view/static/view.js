@@ -463,7 +463,7 @@ function renderDetail(panel, opened) {
     }
   }
   panel.append(
-    el("h3", { text: "As curl ($PLATFORM_MOCK_URL and $TOKEN from your shell)" }),
+    el("h3", { text: "As curl ($PLATFORM_MOCK_URL and $PLATFORM_MOCK_TOKEN from your shell)" }),
     el("pre", { class: "curl", text: opened.curl }),
     el("h3", { text: "Request headers" }),
     headersTable(opened.request.headers),
