@@ -207,7 +207,7 @@ def xdist_suite(path: Path) -> Ran:
     (path / "test_same_rule.py").write_text(SAME_RULE)
     for n in range(4):
         (path / f"test_isolated_{n}.py").write_text(ISOLATED.format(n=n))
-    return run_ci(path, *pytest_command("-n", "4"))
+    return run_ci(path, *pytest_command("-n", "2"))
 
 
 def node_suite(path: Path) -> Ran:
