@@ -205,6 +205,7 @@ IMPORTED = (
         pytest.param(["serve", "--prot", "9000"], id="unknown-option"),
         pytest.param(["serv"], id="unknown-command"),
         pytest.param(["run", "--", "true", "--quiet=maybe"], id="run-bad-variable"),
+        pytest.param(["drift", "--target", "http://x", "--max-pages", "0"], id="bad-number"),
         pytest.param(["token", "--help"], id="token-help"),
         # Asks the servers recorded in this session's runtime directory, or says there is none.
         pytest.param(["token"], id="token-of-a-running-server"),
@@ -467,3 +468,31 @@ def test_version_is_answered_before_the_command_lines_modules_are_imported():
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
     assert "mock_server.core.version" in imported
     assert [name for name in imported if name.startswith("mock_server.cli")] == []
+
+
+# What a usage error's start measured without (docs/performance.md): each of these costs a
+# third to twice the interpreter's own start, and the options need none of them.
+NOT_FOR_A_USAGE_ERROR = ("typing", "dataclasses", "inspect", "orjson")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["serve", "--prot", "9000"], id="unknown-option"),
+        pytest.param(["serv"], id="unknown-command"),
+        pytest.param(["serve", "--port", "x"], id="bad-number"),
+        pytest.param(["drift", "--target", "http://x", "--max-pages", "0"], id="out-of-range"),
+    ],
+)
+def test_a_usage_error_imports_no_module_it_does_not_need(args: list[str]):
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mock_server", *args],
+        capture_output=True,
+        text=True,
+        env=CLEAN,
+        timeout=budget(60),
+    )
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and lines[-1].startswith("platform-mock"), lines[-1]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import ")}
+    assert imported.isdisjoint(NOT_FOR_A_USAGE_ERROR), imported & set(NOT_FOR_A_USAGE_ERROR)

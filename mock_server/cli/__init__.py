@@ -21,11 +21,13 @@ import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
-from typing import TYPE_CHECKING, Any, TypeGuard  # noqa: E402
 
 from mock_server.cli import options, proxying  # noqa: E402
 
+TYPE_CHECKING = False  # not `typing`'s: see mock_server/__init__.py
 if TYPE_CHECKING:
+    from typing import Any, TypeGuard
+
     from mock_server.fixtures.loader import FixtureError
 from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_FORCED, refusal  # noqa: E402
 

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import ipaddress
 import os
 import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from mock_server.core.choices import HOST_CHECKS, JOURNAL_BUDGET_MIB, LOG_FORMATS, REPORT_FORMATS
 from mock_server.core.version import __version__
 
+TYPE_CHECKING = False  # not `typing`'s: see mock_server/__init__.py
 if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
     from mock_server.http.mock import MockConfig
 
 EXIT_VIOLATIONS = 1  # the contract checks asked for failed
@@ -68,7 +67,7 @@ def suggestion(word: str, known: Sequence[str]) -> str:
 
 def whole_number(text: str) -> int:
     """An integer option in the one grammar of integers (`int()` would take `1_0`, ` 5`)."""
-    from mock_server.contract.validation import number_problem
+    from mock_server.core.numbers import number_problem
 
     problem = number_problem(text, "integer")
     if problem:
@@ -102,21 +101,23 @@ def _yes_or_no(text: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
 class FromEnvironment:
     """An option's value as its variable gives it, not yet read: the command line may still
     replace it, and a value it replaces is never checked."""
 
-    variable: str
-    text: str
+    __slots__ = ("text", "variable")
+
+    def __init__(self, variable: str, text: str):
+        self.variable, self.text = variable, text
 
 
-@dataclass(frozen=True)
 class Variable:
     """The variable of an option, and how its text becomes the option's value."""
 
-    name: str
-    read: Callable[[str], Any]
+    __slots__ = ("name", "read")
+
+    def __init__(self, name: str, read: Callable[[str], Any]):
+        self.name, self.read = name, read
 
 
 class Parser(argparse.ArgumentParser):
@@ -623,6 +624,8 @@ def config(args: argparse.Namespace) -> MockConfig:
 
 
 def is_loopback(host: str) -> bool:
+    import ipaddress
+
     if host == "localhost":
         return True
     try:
@@ -694,6 +697,8 @@ def _files_refusal(args: argparse.Namespace) -> str | None:
     log_file = getattr(args, "log_file", None)
     if not reports and log_file in (None, "-"):
         return None
+    from pathlib import Path
+
     from mock_server.reports import report_files
 
     shown = named(args, "report", "--report")

@@ -15,28 +15,26 @@ Every answer has one deadline (`--timeout`) and, for `drift`, a cap on its size.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import math
 import os
 import sys
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
-from urllib.parse import urlsplit
 
 from mock_server.cli.options import (
     EXIT_USAGE,
     Parser,
     examples,
+    is_loopback,
     paragraph,
     whole_number,
 )
-from mock_server.core import escape
 from mock_server.core.choices import PROXY_TIMEOUT_SECONDS, REPORT_FORMATS
-from mock_server.core.coordinates import CONTROL_PLANE_PREFIX, base_url
 
 # What runs the commands is imported when one runs: declaring their options imports nothing
 # of the web stack or the proxy (mock_server.cli.options says why).
+TYPE_CHECKING = False  # not `typing`'s: see mock_server/__init__.py
 if TYPE_CHECKING:
+    from typing import IO, Any
+
     import uvicorn
 
     from mock_server.proxy.forward import Proxy
@@ -50,6 +48,8 @@ DEFAULT_TOKEN_VARIABLE = "TFY_API_KEY"  # where the platform's SDK and CLI read 
 
 
 def _url(text: str) -> str:
+    from urllib.parse import urlsplit
+
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL")
@@ -63,7 +63,7 @@ def _url(text: str) -> str:
 
 
 def _seconds(text: str) -> float:
-    from mock_server.contract.validation import number_problem
+    from mock_server.core.numbers import number_problem
 
     problem = number_problem(text, "number")
     if problem:
@@ -234,6 +234,8 @@ def _drift_options(check: Parser) -> None:
 
 def _refusal(args: argparse.Namespace) -> str | None:
     """Why the options cannot be used (checked before anything starts), if they cannot."""
+    from pathlib import Path
+
     from mock_server.reports import drift_files, report_files
 
     try:
@@ -290,6 +292,7 @@ def _proxy(
 ) -> int:
     import uvicorn
 
+    from mock_server.core.coordinates import CONTROL_PLANE_PREFIX, base_url
     from mock_server.http import request_log
     from mock_server.http.server import bind
 
@@ -314,7 +317,7 @@ def _proxy(
         ),
         flush=True,
     )
-    if not _is_loopback(args.host):
+    if not is_loopback(args.host):
         print(
             f"  warning: listening on {args.host}: anyone who reaches it may use the platform "
             "through it with their own token",
@@ -322,20 +325,16 @@ def _proxy(
         )
     if not args.quiet:
         # Through an outlet that never waits on the reader: the log is written on the loop.
-        proxy.log = _printer(cast(IO[str], request_log.outlet(sys.stdout) or sys.stdout))
+        from typing import cast
+
+        proxy.log = _printer(cast("IO[str]", request_log.outlet(sys.stdout) or sys.stdout))
     config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False)
     server_class(config).run(sockets=[sock])
     return _finish(proxy, args, recorder, sys.stdout)
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _printer(out: IO[str]) -> Any:
+    from mock_server.core import escape
     from mock_server.proxy.forward import log_line
 
     gone = False
@@ -386,6 +385,7 @@ def _finish(
 ) -> int:
     """Judge the drift report, write it and the recording, and say the verdict: the exit
     status."""
+    from mock_server.core import escape
     from mock_server.proxy.recording import RecordingRefused
     from mock_server.reports import drift, drift_files, report_files
 

@@ -380,21 +380,6 @@ def invalid_request(details: list[Detail]) -> errors.InvalidRequest:
     )
 
 
-# The one grammar of numbers in a query: what JSON writes, with leading zeros allowed. Python's
-# int() and float() would also take `1_0`, ` 5`, `+5`, `inf` and digits of other scripts.
-INTEGER_TEXT = re.compile(r"-?[0-9]+")
-NUMBER_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-
-
-def number_problem(text: str, kind: str) -> str | None:
-    """Why a query value is not an integer or number as the contract writes them, if it is not."""
-    if kind == "integer" and not INTEGER_TEXT.fullmatch(text):
-        return f"{text!r} is not a whole number (ASCII digits, with an optional leading -)"
-    if kind == "number" and not (NUMBER_TEXT.fullmatch(text) and math.isfinite(float(text))):
-        return f"{text!r} is not a finite number (ASCII digits, an optional - and fraction)"
-    return None
-
-
 def scalar_type(schema: dict[str, t.Any]) -> str | None:
     """The type of a parameter's values: its own, or its items' for an array."""
     if schema.get("type") == "array":

@@ -49,7 +49,6 @@ from mock_server.contract.validation import (
     body_problem,
     compiled,
     invalid_request,
-    number_problem,
     read_request_body,
     scalar_type,
     stream_events,
@@ -59,6 +58,7 @@ from mock_server.contract.validation import (
     with_defaults,
 )
 from mock_server.core import errors, media
+from mock_server.core.numbers import number_problem
 from mock_server.http.middleware import query_by_key, query_pairs
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server.contract.documents import Operation
-from mock_server.contract.validation import INTEGER_TEXT, number_problem
 from mock_server.core import errors
+from mock_server.core.numbers import INTEGER_TEXT, number_problem
 from mock_server.services.journal import same_value
 
 MAX_DELAY_MS = 60_000
