@@ -314,21 +314,31 @@ class Jobs(Area):
         return cached
 
     # -- fixtures: a job's runs, read and written side by side (inside `applications`) ----
+    @locked
     def load_runs(self, application: Application, records: list[dict[str, Any]]) -> None:
-        users: dict[str | None, Subject] = {}  # a job may have 100,000 runs by a few users
+        # A job may have 100,000 runs by a few users, of a few deployment versions: what
+        # each run would look up again is looked up once.
+        users: dict[str | None, Subject] = {}
+        commands: dict[int | None, str | None] = {}
         for run in records:
             if "generate" in run:
                 self.generate_runs(application, run["generate"])
                 continue
+            version = run.get("version")
+            command = run.get("command")
+            if command is None:
+                if version not in commands:
+                    commands[version] = self._default_command(application, version)
+                command = commands[version]
             added = self.add_run(
                 application,
                 status=run["status"],
                 created_at=world_time(run["createdAt"]),
                 seconds=run.get("durationSeconds"),
                 triggered_by=self._user(users, run.get("triggeredBy")),
-                deployment_version=run.get("version"),
+                deployment_version=version,
                 name=run.get("name"),
-                command=run.get("command"),
+                command=command,
                 total_retries=run.get("totalRetries", 0),
                 exit_code=run.get("exitCode"),
                 error=run.get("error"),
@@ -338,6 +348,14 @@ class Jobs(Area):
                 if run["status"] not in NEXT_STATUS:
                     raise ValueError(f"a {run['status']} run does not move")
                 self.world.moving_runs[added.id] = application.id
+
+    def _default_command(self, application: Application, version: int | None) -> str | None:
+        """The command of a run of this deployment version (the active one if None) that
+        names none; None for a version the job does not have (`add_run` says so)."""
+        deployment_id = application.deployment_ids.get(version or application.active_version)
+        if deployment_id is None:
+            return None
+        return _command(self.world.deployments[deployment_id].manifest, application.name)
 
     def _user(self, found: dict[str | None, Subject], email: str | None) -> Subject:
         if email not in found:
