@@ -215,7 +215,15 @@ class Storage(Area):
     # -- the bytes ----------------------------------------------------------------------------
     def used(self) -> int:
         """Bytes of the world's file contents, and of the uploads under way."""
-        return sum(map(len, self.world.blobs.values())) + sum(r.size for r in self.under_way)
+        under_way = sum(r.size for r in self.under_way if self._current(r.asked))
+        return sum(map(len, self.world.blobs.values())) + under_way
+
+    def _current(self, asked: Signed) -> bool:
+        """Whether a URL is of this world (an upload begun before a reset is not)."""
+        expected = self.signature(
+            asked.version_id, asked.path, asked.operation, asked.upload_id, asked.part
+        )
+        return hmac.compare_digest(expected, asked.signature)
 
     @locked
     def reserve(
@@ -241,7 +249,9 @@ class Storage(Area):
             earlier += sum(
                 r.size
                 for r in self.under_way
-                if r is not reservation and r.asked.upload_id == asked.upload_id
+                if r.asked.upload_id == asked.upload_id
+                and r.asked.part != asked.part  # a retry of this part replaces it
+                and self._current(r.asked)
             )
         held = reservation.size if reservation else 0
         if earlier + held + size > FILE_BYTES:
