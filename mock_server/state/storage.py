@@ -165,10 +165,7 @@ class Storage(Area):
 
     def check(self, asked: Signed) -> None:
         """Refuses a URL whose signature is not the one this world gives what it asks."""
-        expected = self.signature(
-            asked.version_id, asked.path, asked.operation, asked.upload_id, asked.part
-        )
-        if not hmac.compare_digest(expected, asked.signature):
+        if not self._current(asked):
             raise SignedUrlRefused(
                 "The signature of this URL does not match what it asks (or the URL is of an "
                 "earlier world: ask for a new one)"
@@ -219,7 +216,8 @@ class Storage(Area):
         return sum(map(len, self.world.blobs.values())) + under_way
 
     def _current(self, asked: Signed) -> bool:
-        """Whether a URL is of this world (an upload begun before a reset is not)."""
+        """Whether a URL's signature is the one this world gives what it asks (an upload
+        begun before a reset is not of this world)."""
         expected = self.signature(
             asked.version_id, asked.path, asked.operation, asked.upload_id, asked.part
         )
