@@ -387,6 +387,37 @@ def test_an_upload_begun_before_a_reset_is_not_stored_in_the_new_world(api, mock
     assert store.artifacts.version(version).files == {}
 
 
+def test_completions_of_repeated_parts_are_refused_past_the_worlds_budget(api, store):
+    """Parts are stored once per content, so parts repeating one content hold a quarter of
+    the file they join into: the completion that would pass the world's budget is refused
+    (413, 41302) and changes nothing."""
+    version_id = stage(api)
+    seeded = store.storage.used()  # the seeded world's own files
+    quarter = FILE_BYTES // 4
+    finishes = {}
+    for path, byte in (("a.bin", b"a"), ("b.bin", b"b")):
+        upload = _start(api, version_id, path, 4)
+        etags = [
+            put(part["signed_url"], byte * quarter).headers["etag"]
+            for part in upload["part_signed_urls"]
+        ]
+        finishes[path] = (
+            upload["finalize_signed_url"]["signed_url"],
+            _completion(list(enumerate(etags, 1))),
+        )
+    assert store.storage.used() == seeded + 2 * quarter
+    first, second = finishes.values()
+    assert httpx.post(first[0], content=first[1], timeout=budget(60)).status_code == 200
+    filler = urls(api, version_id, ["filler.bin"], "WRITE")["filler.bin"]
+    assert put(filler, b"f" * (WORLD_BYTES - seeded - FILE_BYTES - 2 * quarter)).status_code == 200
+    held = store.storage.used()
+    assert held == WORLD_BYTES - quarter  # the joined second file would pass the budget
+    answer = httpx.post(second[0], content=second[1], timeout=budget(60))
+    assert_error(answer, 413, 41302)
+    assert sorted(store.artifacts.version(version_id).files) == ["a.bin", "filler.bin"]
+    assert store.storage.used() == held
+
+
 def test_a_completion_naming_a_part_not_uploaded_is_400_40012_and_the_upload_stays(api, store):
     version_id = stage(api)
     upload = _start(api, version_id, "model.bin", 2)

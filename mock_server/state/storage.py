@@ -255,11 +255,7 @@ class Storage(Area):
         if earlier + held + size > FILE_BYTES:
             raise _file_too_large(asked.path)
         if self.used() + size > WORLD_BYTES:
-            raise UploadTooLarge(
-                f"The world's files would hold more than {WORLD_BYTES} bytes "
-                f"({WORLD_BYTES >> 20} MiB, uploads under way included), the most a world of "
-                "the mock holds; nothing of this upload was stored (a reset frees the world's)"
-            )
+            raise _world_too_full()
         if reservation is None:
             reservation = Reservation(asked)
             self.under_way.add(reservation)
@@ -332,8 +328,14 @@ class Storage(Area):
             raise _file_too_large(upload.path)
         data = b"".join(self.world.blobs[upload.parts[n].blob] for n in numbers)
         digest = hashlib.sha256(data).hexdigest()
-        stored = StoredFile(len(data), hashlib.md5(data).hexdigest(), digest)
         replaced = version.files.get(upload.path)
+        # Parts are stored once per content: parts that repeat one content join into a file
+        # larger than what they held, so the world's budget is checked again on what it
+        # would hold once the file is stored and the parts are freed.
+        grows = 0 if digest in self.world.blobs else len(data)
+        if self.used() + grows - self._freed(version, upload, digest) > WORLD_BYTES:
+            raise _world_too_full()
+        stored = StoredFile(len(data), hashlib.md5(data).hexdigest(), digest)
         version.files[upload.path] = stored
         self.world.blobs.setdefault(digest, data)
         del self.world.uploads[upload.id]
@@ -342,6 +344,26 @@ class Storage(Area):
         if replaced is not None:
             drop_unused(self.world, replaced.blob)
         return stored
+
+    def _freed(self, version: ArtifactVersion, upload: MultipartUpload, digest: str) -> int:
+        """Bytes the completion of `upload` into a file of content `digest` frees: the
+        contents that only its parts, or only the file it replaces, refer to."""
+        replaced = version.files.get(upload.path)
+        candidates = {part.blob for part in upload.parts.values()}
+        candidates |= {replaced.blob} if replaced else set()
+        candidates.discard(digest)
+        still_used = {
+            file.blob
+            for v in self.world.artifact_versions.values()
+            for path, file in v.files.items()
+            if not (v is version and path == upload.path)
+        } | {
+            part.blob
+            for other in self.world.uploads.values()
+            if other is not upload
+            for part in other.parts.values()
+        }
+        return sum(len(self.world.blobs[blob]) for blob in candidates - still_used)
 
     @locked
     def read(self, asked: Signed) -> tuple[bytes, str]:
@@ -420,6 +442,14 @@ class Storage(Area):
                 for v in self.world.artifact_versions.values()
             ]
         }
+
+
+def _world_too_full() -> UploadTooLarge:
+    return UploadTooLarge(
+        f"The world's files would hold more than {WORLD_BYTES} bytes "
+        f"({WORLD_BYTES >> 20} MiB, uploads under way included), the most a world of "
+        "the mock holds; nothing of this upload was stored (a reset frees the world's)"
+    )
 
 
 def _file_too_large(path: str) -> UploadTooLarge:
