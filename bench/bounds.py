@@ -20,7 +20,11 @@ cost the processes of platform-mock.
   request line is 60 KB (a job id of 60,000 characters): the server's CPU time per request
   (utime + stime from /proc), and the status answered.
 
-Run as `python bench/bounds.py [--only drift|streams|worlds|line] [--size-mib 256]`.
+- nested: `platform-mock serve --quiet`; 20 requests to the gateway's embeddings whose
+  `input` is 500 lists of 650 numbers (1 MB, wrong under every branch of its `oneOf`): the
+  server's CPU time per request and the status answered.
+
+Run as `python bench/bounds.py [--only drift|streams|worlds|line|nested] [--size-mib 256]`.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVE_OUTPUT = re.compile(
     r"admin token:\s+(?P<admin>\S+)\s+\(admin API: (?P<admin_url>\S+)\)", re.MULTILINE
 )
+TOKEN = re.compile(r"^\s+token:\s+(?P<token>\S+)", re.MULTILINE)
 CHUNK = b"0" * (1024 * 1024)
 VALUES = b"[" + b"{}," * ((16 * 1024 * 1024 - 5) // 3) + b"{}]"  # just under 16 MiB
 
@@ -187,7 +192,8 @@ def drift(size: int, cap: float) -> dict[str, Any]:
     return results
 
 
-def _serve() -> tuple[subprocess.Popen[bytes], str, str]:
+def _serve() -> tuple[subprocess.Popen[bytes], str, str, str]:
+    """A `serve --quiet` process, its admin token, admin API's URL and user token."""
     process = subprocess.Popen(
         [sys.executable, "-m", "mock_server", "serve", "--port", "0", "--quiet"],
         stdout=subprocess.PIPE,
@@ -201,7 +207,9 @@ def _serve() -> tuple[subprocess.Popen[bytes], str, str]:
         banner += line
     found = SERVE_OUTPUT.search(banner.decode())
     assert found, banner
-    return process, found["admin"], found["admin_url"]
+    user = TOKEN.search(banner.decode())
+    assert user, banner
+    return process, found["admin"], found["admin_url"], user["token"]
 
 
 def _status(pid: int, field: str) -> int:
@@ -249,7 +257,7 @@ def _read_some(sock: socket.socket, size: int) -> None:
 def streams(count: int = 8, requests: int = 1000, size: int = 19_000) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for streamed in (0, count):
-        process, admin, admin_url = _serve()
+        process, admin, admin_url, _ = _serve()
         base = admin_url.removesuffix("/__admin")
         held: list[socket.socket] = []
         try:
@@ -276,7 +284,7 @@ def streams(count: int = 8, requests: int = 1000, size: int = 19_000) -> dict[st
 
 def worlds(chain: int = 70) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    process, admin, admin_url = _serve()
+    process, admin, admin_url, _ = _serve()
     try:
         before = _status(process.pid, "VmRSS")
         url, token, made = admin_url, admin, 0
@@ -299,7 +307,7 @@ def worlds(chain: int = 70) -> dict[str, Any]:
     finally:
         process.terminate()
         process.wait(60)
-    process, admin, admin_url = _serve()
+    process, admin, admin_url, _ = _serve()
     try:
         made, refused = 0, None
         with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {admin}"}) as client:
@@ -324,7 +332,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def line(requests: int = 1000, size: int = 60_000) -> dict[str, Any]:
-    process, _, admin_url = _serve()
+    process, _, admin_url, _ = _serve()
     try:
         host, port = admin_url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)
         target = b"/api/svc/v1/jobs/" + b"x" * size + b"/runs"
@@ -349,9 +357,39 @@ def line(requests: int = 1000, size: int = 60_000) -> dict[str, Any]:
     }
 
 
+def nested(requests: int = 20) -> dict[str, Any]:
+    process, _, admin_url, token = _serve()
+    try:
+        base = admin_url.removesuffix("/__admin")
+        body = json.dumps(
+            {"model": "text-embedding-3-small", "input": [[-1] * 650] * 500}, separators=(",", ":")
+        )
+        statuses: set[int] = set()
+        with httpx.Client(base_url=base, timeout=120) as client:
+            before = _cpu_seconds(process.pid)
+            for _ in range(requests):
+                answer = client.post(
+                    "/gateway/embeddings",
+                    content=body,
+                    headers={
+                        "content-type": "application/json",
+                        "authorization": f"Bearer {token}",
+                    },
+                )
+                statuses.add(answer.status_code)
+            spent = _cpu_seconds(process.pid) - before
+    finally:
+        process.terminate()
+        process.wait(30)
+    return {
+        "server CPU per request (ms)": round(spent / requests * 1000, 1),
+        "statuses": sorted(statuses),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("drift", "streams", "worlds", "line"))
+    parser.add_argument("--only", choices=("drift", "streams", "worlds", "line", "nested"))
     parser.add_argument("--size-mib", type=int, default=256)
     parser.add_argument("--cap", type=float, default=60.0, help="seconds a drift may take")
     args = parser.parse_args()
@@ -365,6 +403,8 @@ def main() -> None:
         measured["worlds"] = worlds()
     if args.only in (None, "line"):
         measured["line"] = line()
+    if args.only in (None, "nested"):
+        measured["nested"] = nested()
     print(json.dumps(measured, indent=2))
 
 
