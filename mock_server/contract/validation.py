@@ -222,7 +222,8 @@ def ruled_violations(
     """Every violation of the schema by the instance, each with the JSON Schema keyword it
     broke (`required`, `additionalProperties`, `type`, `enum`, `pattern`, ...; an empty
     keyword when only jsonschema-rs could say); [] when it is valid."""
-    if schema.is_valid(instance):
+    verdict = schema.is_valid(instance)
+    if verdict:
         return []
     huge = _more_values_than(instance, MAX_EXPLAINED_VALUES)
     if huge:
@@ -231,10 +232,10 @@ def ruled_violations(
         # loop and 600 MB (jsonschema), or 200,000 error objects and 2 s (jsonschema-rs). Past
         # a size, what is explained is the value cut to its first values; if nothing is wrong
         # with those (what is wrong lies past the cut), the value is said not to match.
-        # A huge value jsonschema-rs cannot read (None) is refused rather than explained
-        # for seconds; it compiles every schema of the contract.
+        # A huge value jsonschema-rs cannot read (verdict None: a lone surrogate in a
+        # response the journal shows) is judged by its first values.
         instance = _cut(instance)
-        if schema.is_valid(instance) is not False:
+        if schema.is_valid(instance):
             return [_not_explained(location, prefix)]
     # A body of half a million wrong items has as many violations: explaining them all would
     # hold the event loop for seconds and answer tens of megabytes. The first ones say it.
@@ -246,7 +247,7 @@ def ruled_violations(
     if not found and schema.fast is not None:
         # jsonschema-rs is the stricter of the two (it checks formats jsonschema may skip).
         found = _fast_violations(schema, instance, location, prefix)
-    if not found and huge:
+    if not found and huge and verdict is False:
         found = [_not_explained(location, prefix)]
     return found
 
