@@ -248,6 +248,8 @@ def test_drift_records_a_world_the_mock_loads(drift, platform, tmp_path):
     ("args", "message"),
     [
         pytest.param(["--target", "ftp://x"], "is not an http:// or https:// URL", id="scheme"),
+        pytest.param(["--target", "http://[::1"], "is not a URL: Invalid IPv6", id="bracket"),
+        pytest.param(["--target", "http://x:99999"], "is not a URL: Port out of", id="port"),
         pytest.param(
             ["--target", "https://me:pw@x"], "a URL with credentials in it", id="credentials"
         ),

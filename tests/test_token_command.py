@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mock_server import cli
 from mock_server.cli import runtime
 from tests.budget import budget
 
@@ -338,3 +339,17 @@ def test_a_server_that_cannot_record_itself_says_so_and_serves(tmp_path):
         f"{blocked / 'runtime'}: "
     ) in stderr
     assert "eyJ" not in stderr  # the file's tokens are nowhere else
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        pytest.param("http://[::1", "is not a URL: Invalid IPv6", id="bracket"),
+        pytest.param("http://127.0.0.1:99999", "is not a URL: Port out of", id="port"),
+        pytest.param("127.0.0.1:8080", "is not an http:// or https:// URL", id="no-scheme"),
+    ],
+)
+def test_a_url_that_names_no_server_is_a_usage_error(capsys, url: str, message: str):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["token", "--url", url])
+    assert (exited.value.code, message in capsys.readouterr().err) == (2, True)

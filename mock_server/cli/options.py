@@ -78,6 +78,27 @@ def whole_number(text: str) -> int:
         raise argparse.ArgumentTypeError(f"a number of {len(text):,} digits is too big") from None
 
 
+def http_url(text: str) -> str:
+    """A server's base URL, http:// or https://, without credentials, query or fragment;
+    given back without its trailing slash."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 (a port past 65535, or not a number, raises here)
+    except ValueError as error:  # `http://[::1`, `http://host:99999`
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URL: {error}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL")
+    if parts.username or parts.password:
+        raise argparse.ArgumentTypeError(
+            "a URL with credentials in it; the token goes in the Authorization header"
+        )
+    if parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(f"{text!r} has a query or fragment; give the base URL")
+    return text.rstrip("/")
+
+
 def one_of(choices: Sequence[str]) -> Callable[[str], str]:
     """A type that takes one of `choices`, refusing anything else with the closest one."""
 
@@ -580,6 +601,7 @@ def build_parser(
         token.option(
             "--url",
             metavar="URL",
+            type=http_url,
             variable=False,
             help="the running server to ask, by its URL as its banner gives it "
             "(http://127.0.0.1:8080)",

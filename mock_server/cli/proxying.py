@@ -23,6 +23,7 @@ from mock_server.cli.options import (
     EXIT_USAGE,
     Parser,
     examples,
+    http_url,
     is_loopback,
     paragraph,
     whole_number,
@@ -45,21 +46,6 @@ COMMANDS = ("proxy", "drift")
 EXIT_DRIFT = 1
 EXIT_TARGET = 4
 DEFAULT_TOKEN_VARIABLE = "TFY_API_KEY"  # where the platform's SDK and CLI read a token
-
-
-def _url(text: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL")
-    if parts.username or parts.password:
-        raise argparse.ArgumentTypeError(
-            "a URL with credentials in it; the token goes in the Authorization header"
-        )
-    if parts.query or parts.fragment:
-        raise argparse.ArgumentTypeError(f"{text!r} has a query or fragment; give the base URL")
-    return text.rstrip("/")
 
 
 def _seconds(text: str) -> float:
@@ -85,13 +71,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         required=True,
-        type=_url,
+        type=http_url,
         metavar="URL",
         help="the platform's base URL (its control plane is under /api/svc/v1)",
     )
     parser.add_argument(
         "--gateway-target",
-        type=_url,
+        type=http_url,
         metavar="URL",
         help="the gateway's base URL, if not TARGET/gateway",
     )
