@@ -147,6 +147,13 @@ def test_a_header_named_for_a_credential_is_hidden(name: str):
     assert masked({name: "opaque-value-1234"}) == {name: H}
 
 
+@pytest.mark.parametrize("name", ["oauth", "preauth", "OAuth", "noauth"])
+def test_a_field_whose_name_holds_auth_inside_a_word_is_shown(name: str):
+    assert masked({name: "https://idp.example/authorize"}) == {
+        name: "https://idp.example/authorize"
+    }
+
+
 @pytest.mark.parametrize(
     ("headers", "expected"),
     [

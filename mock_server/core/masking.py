@@ -44,15 +44,19 @@ SECRET_REFERENCE = "platform-secret://"
 MIN_CREDENTIAL = 8
 
 # The last word of a field name that says its value is a credential: the whole name, or its
-# last word after `_`, `-`, `.` or a lower-case letter (`HF_TOKEN`, `x-api-key`, `apiKey`,
-# `clientSecret`); `token_type`, `tokenId` or `max_tokens` name no credential.
+# last word after `_`, `-`, `.` or a letter (`HF_TOKEN`, `x-api-key`, `apiKey`, `accesstoken`,
+# `clientSecret`); `token_type`, `tokenId` or `max_tokens` name no credential. `auth` is a
+# word of its own only after `_`, `-`, `.` or in camel case (`X-Auth`, `basicAuth`): `oauth`
+# and `preauth` name no credential.
 _CREDENTIAL_WORD = (
     r"(?:token|secret|password|passwd|passphrase|api[_-]?key|apikey|access[_-]?key|"
     r"secret[_-]?key|private[_-]?key|signing[_-]?key|subscription[_-]?key|functions[_-]?key|"
-    r"account[_-]?key|master[_-]?key|session[_-]?key|credentials?|auth|authentication|"
+    r"account[_-]?key|master[_-]?key|session[_-]?key|credentials?|authentication|"
     r"authorization|cookie)"
 )
-_CREDENTIAL_NAME = re.compile(rf"(?:^|[_.-]|(?<=[a-z])){_CREDENTIAL_WORD}$", re.IGNORECASE)
+_CREDENTIAL_NAME = re.compile(
+    rf"(?i:(?:^|[_.-]|(?<=[a-z])){_CREDENTIAL_WORD})$|(?:^|[_.-]|(?<=[a-z])(?=A))(?i:auth)$"
+)
 # Lists whose items each hold a secret in `value`.
 _SECRET_LISTS = frozenset({"secrets", "build_secrets", "buildSecrets"})
 
