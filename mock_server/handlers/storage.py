@@ -9,7 +9,7 @@ A signed URL reads `{mock}/__storage/{version id}/{path}?op=WRITE&signature=...`
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote, unquote, urlencode
+from urllib.parse import quote, urlencode
 
 from mock_server.core import errors
 from mock_server.handlers.context import caller, store
@@ -35,8 +35,9 @@ def signed_url(signed: Signed) -> str:
 
 
 def parse_signed(path: str, query: dict[str, str]) -> Signed | None:
-    """What a request to a signed URL asks (its path decoded), or None when it is no signed
-    URL's shape."""
+    """What a request to a signed URL asks, or None when it is no signed URL's shape. The
+    path is the request's as the server decoded it (ASGI's `path`): decoded again, a file
+    named `a%20b` would be asked as `a b`."""
     rest = path.removeprefix(STORAGE_PREFIX + "/")
     version_id, slash, file_path = rest.partition("/")
     if not slash or not version_id or not file_path or rest == path:
@@ -48,8 +49,8 @@ def parse_signed(path: str, query: dict[str, str]) -> Signed | None:
     if not part.isascii() or not part.isdigit() or len(part) > 5:
         return None
     return Signed(
-        unquote(version_id),
-        unquote(file_path),
+        version_id,
+        file_path,
         operation_,
         signature,
         query.get("uploadId", ""),
