@@ -78,6 +78,33 @@ def test_a_file_put_to_its_write_url_is_read_back_whole_from_its_read_url(api, s
     assert (read.status_code, read.content) == (200, data)
 
 
+@pytest.mark.parametrize(
+    "path",
+    ["report%20final.txt", "a%2Fb.txt", "100%.txt"],
+    ids=["escaped-space", "escaped-slash", "lone-percent"],
+)
+def test_a_path_holding_percent_escapes_is_stored_under_the_path_signed(api, store, path):
+    version_id = stage(api)
+    assert put(urls(api, version_id, [path], "WRITE")[path], b"kept").status_code == 200
+    assert list(store.artifacts.version(version_id).files) == [path]
+
+
+@pytest.mark.parametrize("signature", ["%C3%A9", "%FF"], ids=["utf-8", "latin-1"])
+def test_a_signature_of_characters_past_ascii_is_403_40304(api, signature):
+    url = urls(api, stage(api), ["a.txt"], "WRITE")["a.txt"]
+    forged = url.split("?")[0] + f"?op=WRITE&signature={signature}"
+    assert_error(put(forged, b"x"), 403, 40304)
+
+
+def test_finalising_drops_the_versions_unfinished_uploads_and_frees_their_parts(api, store):
+    held = store.storage.used()
+    version_id = stage(api)
+    upload = _start(api, version_id, "never-completed.bin", 2)
+    assert put(upload["part_signed_urls"][0]["signed_url"], bytes(MIB)).status_code == 200
+    finalise(api, version_id, store)
+    assert (store.storage.used(), store.world.uploads) == (held, {})
+
+
 def test_a_path_with_spaces_and_other_scripts_is_kept_as_it_is(api, store):
     version_id = stage(api)
     path = "données/été 2025/résumé.txt"

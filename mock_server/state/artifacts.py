@@ -236,15 +236,21 @@ class Artifacts(Area):
             self._forget_files(version)
 
     def _forget_files(self, version: ArtifactVersion) -> None:
-        world = self.world
         gone = [f.blob for f in version.files.values()]
         version.files.clear()
+        for blob in gone:
+            drop_unused(self.world, blob)
+        self._forget_uploads(version)
+
+    def _forget_uploads(self, version: ArtifactVersion) -> None:
+        """Drop a version's unfinished uploads in parts and their parts' contents: once it
+        is finalised or failed, none can be completed."""
+        world = self.world
         for upload_id, upload in list(world.uploads.items()):
             if upload.version_id == version.id:
                 del world.uploads[upload_id]
-                gone += [p.blob for p in upload.parts.values()]
-        for blob in gone:
-            drop_unused(world, blob)
+                for part in upload.parts.values():
+                    drop_unused(world, part.blob)
 
     # -- finalising -----------------------------------------------------------------------
     @locked
@@ -305,6 +311,7 @@ class Artifacts(Area):
         version.manifest = {**kept, "version": version.version}
         version.status = READY
         version.updated_at = self.sources.clock.now()
+        self._forget_uploads(version)  # their parts would hold the world's budget for good
 
     # -- reading finalised versions ---------------------------------------------------------
     @locked
