@@ -445,6 +445,34 @@ def test_completions_of_repeated_parts_are_refused_past_the_worlds_budget(api, s
     assert store.storage.used() == held
 
 
+def test_an_upload_begun_before_a_reset_stops_at_its_next_chunk(api, mock, store):
+    """Not once its whole body has arrived: resets would otherwise let each world's budget
+    of bodies be held in memory at once."""
+    url = urls(api, stage(api), ["late.bin"], "WRITE")["late.bin"]
+    released: list[bool] = []
+
+    def across_the_reset() -> Iterator[bytes]:
+        yield b"begun in the first world"
+        deadline = time.monotonic() + budget(30)
+        while not store.storage.under_way and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the mock is receiving the upload
+        mock.reset()
+        yield b", one more chunk"
+        deadline = time.monotonic() + budget(30)
+        while store.storage.under_way and time.monotonic() < deadline:
+            time.sleep(0.01)
+        released.append(not store.storage.under_way)
+        yield b", and the rest"
+
+    # Its length declared, its bytes were reserved at once: no chunk asked for more.
+    size = str(len(b"begun in the first world, one more chunk, and the rest"))
+    answer = httpx.put(
+        url, content=across_the_reset(), headers={"content-length": size}, timeout=budget(60)
+    )
+    assert_error(answer, 403, 40304)
+    assert released == [True]
+
+
 def test_a_completion_naming_a_part_not_uploaded_is_400_40012_and_the_upload_stays(api, store):
     version_id = stage(api)
     upload = _start(api, version_id, "model.bin", 2)

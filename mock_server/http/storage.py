@@ -118,6 +118,9 @@ class ObjectStore:
                     raise errors.ClientLeft
                 chunk = message.get("body", b"")
                 if chunk:
+                    # The world may have been reset since the last chunk: an upload of an
+                    # earlier world stops here, not once its whole body has been held.
+                    storage.check(signed)
                     missing = len(received) + len(chunk) - held.size
                     if missing > 0:
                         await self._locked(

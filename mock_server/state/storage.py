@@ -211,8 +211,10 @@ class Storage(Area):
 
     # -- the bytes ----------------------------------------------------------------------------
     def used(self) -> int:
-        """Bytes of the world's file contents, and of the uploads under way."""
-        under_way = sum(r.size for r in self.under_way if self._current(r.asked))
+        """Bytes of the world's file contents, and of the uploads under way: all of them,
+        those begun before a reset too, since their bytes are in memory until they end (at
+        their next chunk, refused: `mock_server.http.storage` checks each chunk's URL)."""
+        under_way = sum(r.size for r in self.under_way)
         return sum(map(len, self.world.blobs.values())) + under_way
 
     def _current(self, asked: Signed) -> bool:
