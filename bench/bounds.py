@@ -20,9 +20,10 @@ cost the processes of platform-mock.
   request line is 60 KB (a job id of 60,000 characters): the server's CPU time per request
   (utime + stime from /proc), and the status answered.
 
-- nested: `platform-mock serve --quiet`; 20 requests to the gateway's embeddings whose
-  `input` is 500 lists of 650 numbers (1 MB, wrong under every branch of its `oneOf`): the
-  server's CPU time per request and the status answered.
+- nested: `platform-mock serve --quiet`; 20 requests of each body of `HUGE_BODIES` (1 MB,
+  wrong in a way costly to explain: the embeddings' `input` as 500 lists of 650 numbers,
+  wrong under every branch of its `oneOf`; a manifest of 90,000 fields): the server's CPU
+  time per request and the status answered.
 
 Run as `python bench/bounds.py [--only drift|streams|worlds|line|nested] [--size-mib 256]`.
 """
@@ -357,34 +358,43 @@ def line(requests: int = 1000, size: int = 60_000) -> dict[str, Any]:
     }
 
 
+# Bodies of 1 MB wrong in a way that is costly to explain: by operation, the path and body.
+HUGE_BODIES = {
+    "500 lists of 650 numbers (embeddings)": (
+        "POST",
+        "/gateway/embeddings",
+        {"model": "text-embedding-3-small", "input": [[-1] * 650] * 500},
+    ),
+    "a manifest of 90,000 fields (apply)": (
+        "PUT",
+        "/api/svc/v1/apply",
+        {"manifest": {"type": "artifact-version", **{f"{n:x}": 0 for n in range(90_000)}}},
+    ),
+}
+
+
 def nested(requests: int = 20) -> dict[str, Any]:
     process, _, admin_url, token = _serve()
+    measured: dict[str, Any] = {}
+    headers = {"content-type": "application/json", "authorization": f"Bearer {token}"}
     try:
         base = admin_url.removesuffix("/__admin")
-        body = json.dumps(
-            {"model": "text-embedding-3-small", "input": [[-1] * 650] * 500}, separators=(",", ":")
-        )
-        statuses: set[int] = set()
-        with httpx.Client(base_url=base, timeout=120) as client:
-            before = _cpu_seconds(process.pid)
-            for _ in range(requests):
-                answer = client.post(
-                    "/gateway/embeddings",
-                    content=body,
-                    headers={
-                        "content-type": "application/json",
-                        "authorization": f"Bearer {token}",
-                    },
-                )
-                statuses.add(answer.status_code)
-            spent = _cpu_seconds(process.pid) - before
+        with httpx.Client(base_url=base, timeout=120, headers=headers) as client:
+            for name, (method, path, value) in HUGE_BODIES.items():
+                body = json.dumps(value, separators=(",", ":"))
+                statuses: set[int] = set()
+                before = _cpu_seconds(process.pid)
+                for _ in range(requests):
+                    statuses.add(client.request(method, path, content=body).status_code)
+                spent = _cpu_seconds(process.pid) - before
+                measured[name] = {
+                    "server CPU per request (ms)": round(spent / requests * 1000, 1),
+                    "statuses": sorted(statuses),
+                }
     finally:
         process.terminate()
         process.wait(30)
-    return {
-        "server CPU per request (ms)": round(spent / requests * 1000, 1),
-        "statuses": sorted(statuses),
-    }
+    return measured
 
 
 def main() -> None:

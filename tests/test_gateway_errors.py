@@ -129,25 +129,42 @@ def test_a_body_of_many_nested_lists_is_refused_in_a_short_answer(gateway):
 NATURAL = {"type": "integer", "minimum": 0}
 
 
-def test_a_value_of_many_nested_lists_is_explained_from_its_first_values_only():
-    # Each list cut alone, 500 lists of 650 numbers stayed 325,000 values: seconds of the
-    # event loop to explain under a oneOf. What is explained holds the first values only.
-    lists_of_naturals = {"type": "array", "items": {"type": "array", "items": NATURAL}}
-    schema = validation.CompiledSchema(
-        {"oneOf": [{"type": "string"}, lists_of_naturals]}, validation.RequestValidator
-    )
+def explained_copy(schema: dict, value: object) -> tuple[list, object]:
+    """The violations of a value under a schema, and the copy of it that was explained."""
+    compiled = validation.CompiledSchema(schema, validation.RequestValidator)
     explained = []
-    explainer = schema.explainer
+    explainer = compiled.explainer
 
     class Recording:
         def iter_errors(self, value):
             explained.append(value)
             return explainer.iter_errors(value)
 
-    schema.explainer = Recording()
-    found = validation.ruled_violations(schema, [[-1] * 650] * 500, "body")
-    assert found and len(explained) == 1
-    assert not validation._more_values_than(explained[0], validation.MAX_EXPLAINED_VALUES)
+    compiled.explainer = Recording()
+    found = validation.ruled_violations(compiled, value, "body")
+    assert len(explained) == 1
+    return found, explained[0]
+
+
+def test_a_value_of_many_nested_lists_is_explained_from_its_first_values_only():
+    # Each list cut alone, 500 lists of 650 numbers stayed 325,000 values: seconds of the
+    # event loop to explain under a oneOf. What is explained holds the first values only.
+    lists_of_naturals = {"type": "array", "items": {"type": "array", "items": NATURAL}}
+    schema = {"oneOf": [{"type": "string"}, lists_of_naturals]}
+    found, explained = explained_copy(schema, [[-1] * 650] * 500)
+    assert found
+    assert not validation._more_values_than(explained, validation.MAX_EXPLAINED_VALUES)
+
+
+def test_an_object_of_many_fields_is_explained_from_its_first_fields_only():
+    # 125,000 fields took 0.8 s to explain (under a oneOf, once a branch), each field
+    # reported with its own sorted list of the allowed ones; the answer lists the first 100.
+    closed = {"type": "object", "properties": {"name": {}}, "additionalProperties": False}
+    fields = {f"field-{n:06}": 0 for n in range(20_000)}
+    found, explained = explained_copy(closed, fields)
+    assert len(explained) == validation.MAX_EXPLAINED_VALUES
+    assert len(found) == validation.MAX_DETAILS
+    assert found[0][1]["field"] == "field-000000"
 
 
 def test_a_huge_violating_value_is_refused_in_a_short_answer(gateway):
