@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from mock_server.state import storage
 from mock_server.state.storage import FILE_BYTES, WORLD_BYTES
 from tests.budget import budget
 from tests.conftest import assert_error, token_of
@@ -471,6 +472,45 @@ def test_an_upload_begun_before_a_reset_stops_at_its_next_chunk(api, mock, store
     )
     assert_error(answer, 403, 40304)
     assert released == [True]
+
+
+def test_a_version_holding_its_most_files_takes_no_new_one_but_replaces_one(
+    api, store, monkeypatch
+):
+    monkeypatch.setattr(storage, "MAX_FILES", 2)
+    version_id = stage(api)
+    written = urls(api, version_id, ["one", "two", "three"], "WRITE")
+    assert [put(written[p], b"x").status_code for p in ("one", "two")] == [200, 200]
+    assert_error(put(written["three"], b"x"), 413, 41302)
+    assert put(written["one"], b"again").status_code == 200
+    assert sorted(store.artifacts.version(version_id).files) == ["one", "two"]
+
+
+def test_a_world_holding_its_most_uploads_in_parts_begins_no_new_one(api, store, monkeypatch):
+    monkeypatch.setattr(storage, "MAX_UPLOADS", 2)
+    version_id = stage(api)
+    _start(api, version_id, "a.bin", 1)
+    _start(api, version_id, "b.bin", 1)
+    answer = api.post(MULTIPART, json={"id": version_id, "path": "c.bin", "num_parts": 1})
+    assert_error(answer, 413, 41302)
+    assert len(store.world.uploads) == 2
+
+
+def test_the_worlds_bytes_are_counted_as_contents_come_and_go(api, mock, store):
+    def held() -> int:
+        return sum(map(len, store.world.blobs.values()))
+
+    version_id = stage(api)
+    written = urls(api, version_id, ["a", "b"], "WRITE")
+    put(written["a"], b"first")
+    put(written["b"], b"first")  # the same content, held once
+    put(written["a"], b"second")
+    upload = _start(api, version_id, "c", 1)
+    etag = put(upload["part_signed_urls"][0]["signed_url"], b"part").headers["etag"]
+    httpx.post(upload["finalize_signed_url"]["signed_url"], content=_completion([(1, etag)]))
+    assert store.storage.used() == held()
+    mock.reset()
+    assert store.storage.used() == held()
 
 
 def test_a_completion_naming_a_part_not_uploaded_is_400_40012_and_the_upload_stays(api, store):

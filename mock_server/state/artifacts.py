@@ -82,7 +82,7 @@ def drop_unused(world: World, blob: str) -> None:
     for upload in world.uploads.values():
         if any(p.blob == blob for p in upload.parts.values()):
             return
-    world.blobs.pop(blob, None)
+    world.blobs.drop(blob)
 
 
 class Artifacts(Area):

@@ -8,8 +8,9 @@ server's key and the world's generation, so that no URL can be made from public 
 none outlives its world. Its HTTP side is `mock_server.http.storage`.
 
 Budget: a file holds at most `FILE_BYTES`, and a world at most `WORLD_BYTES` of file contents,
-counting the parts of unfinished uploads and the uploads under way (`reserve`): an upload
-past either is refused whole (413, code 41302) and nothing of it is stored. Contents are kept
+counting the parts of unfinished uploads and the uploads under way (`reserve`); a version
+holds at most `MAX_FILES` files, and a world `MAX_UPLOADS` uploads in parts under way: an
+upload past any is refused whole (413, code 41302) and nothing of it is stored. Contents are kept
 by their SHA-256 in the world's blobs, shared by the copies of a world, and a content no file
 or part refers to any longer is dropped.
 """
@@ -34,6 +35,10 @@ FILE_BYTES = 16 * 1024 * 1024  # the largest file an artifact version holds
 WORLD_BYTES = 32 * 1024 * 1024  # file contents a world holds, uploads under way included
 MAX_PATH = 1024  # characters of a file's path under its version's root
 MAX_PARTS = 1000  # parts of one multipart upload (the platform library uses at most 1000)
+# Files a version holds, and uploads in parts a world has under way: each costs memory
+# however few its bytes (a path of up to 1 KiB), and a listing sorts a version's files.
+MAX_FILES = 10_000
+MAX_UPLOADS = 1_000
 WRITE, READ = "WRITE", "READ"
 
 
@@ -70,8 +75,9 @@ class StoredFileNotFound(errors.PlatformError):
 class UploadTooLarge(errors.PlatformError):
     status, code = 413, 41302
     condition = (
-        f"an upload past the byte budget: {FILE_BYTES >> 20} MiB a file, "
-        f"{WORLD_BYTES >> 20} MiB a world"
+        f"an upload past the budget: {FILE_BYTES >> 20} MiB a file, "
+        f"{WORLD_BYTES >> 20} MiB a world, {MAX_FILES:,} files a version, "
+        f"{MAX_UPLOADS:,} uploads in parts under way a world"
     )
     default_message = "The upload is over the mock's byte budget; nothing of it was stored"
 
@@ -201,6 +207,12 @@ class Storage(Area):
         _checked_path(path)
         version = self._version(caller, version_id, "write")
         _require_staged(version)
+        if len(self.world.uploads) >= MAX_UPLOADS:
+            raise UploadTooLarge(
+                f"The world has {MAX_UPLOADS:,} uploads in parts under way, the most it holds: "
+                "complete some (or a reset frees them)"
+            )
+        _require_room(version, path)
         upload = MultipartUpload(id=self.sources.new_id("upload"), version_id=version.id, path=path)
         self.world.uploads[upload.id] = upload
         return (
@@ -214,8 +226,7 @@ class Storage(Area):
         """Bytes of the world's file contents, and of the uploads under way: all of them,
         those begun before a reset too, since their bytes are in memory until they end (at
         their next chunk, refused: `mock_server.http.storage` checks each chunk's URL)."""
-        under_way = sum(r.size for r in self.under_way)
-        return sum(map(len, self.world.blobs.values())) + under_way
+        return self.world.blobs.size + sum(r.size for r in self.under_way)
 
     def _current(self, asked: Signed) -> bool:
         """Whether a URL's signature is the one this world gives what it asks (an upload
@@ -255,6 +266,8 @@ class Storage(Area):
                 and r.asked.part != asked.part  # a retry of this part replaces it
                 and self._current(r.asked)
             )
+        else:
+            _require_room(version, asked.path)
         held = reservation.size if reservation else 0
         if earlier + held + size > FILE_BYTES:
             raise _file_too_large(asked.path)
@@ -292,6 +305,7 @@ class Storage(Area):
             replaced = upload.parts.get(asked.part)
             upload.parts[asked.part] = stored
         else:
+            _require_room(version, asked.path)  # other files may have arrived meanwhile
             replaced = version.files.get(asked.path)
             version.files[asked.path] = stored
         self.world.blobs.setdefault(sha256, data)
@@ -317,6 +331,7 @@ class Storage(Area):
             )
         _require_staged(version)
         upload = self._upload(asked)
+        _require_room(version, upload.path)
         numbers = [n for n, _ in listed]
         if not listed or numbers != sorted(set(numbers)):
             raise InvalidMultipartCompletion(
@@ -446,6 +461,15 @@ class Storage(Area):
                 for v in self.world.artifact_versions.values()
             ]
         }
+
+
+def _require_room(version: ArtifactVersion, path: str) -> None:
+    """Refuses a new file of a version that holds `MAX_FILES` (a file replaced takes none)."""
+    if path not in version.files and len(version.files) >= MAX_FILES:
+        raise UploadTooLarge(
+            f"Artifact version {version.fqn} holds {MAX_FILES:,} files, the most a version of "
+            "the mock holds; nothing of this upload was stored"
+        )
 
 
 def _world_too_full() -> UploadTooLarge:

@@ -25,6 +25,40 @@ from mock_server.state.entities import (
 from mock_server.state.run_index import RunIndex
 
 
+class Blobs(dict[str, bytes]):
+    """File contents by SHA-256, and their bytes in all (`size`), counted as contents come
+    and go: the byte budget is checked at every chunk of an upload, and must cost the same
+    whatever the world holds. Contents are added with `setdefault` and dropped with `drop`."""
+
+    def __init__(self, contents: dict[str, bytes] | None = None):
+        super().__init__(contents or {})
+        self.size = sum(map(len, self.values()))
+
+    def setdefault(self, key: str, default: bytes = b"") -> bytes:
+        if key not in self:
+            super().__setitem__(key, default)
+            self.size += len(default)
+        return self[key]
+
+    def drop(self, key: str) -> None:
+        """Forget a content, if held."""
+        if key in self:
+            self.size -= len(super().pop(key))
+
+    def pop(self, *_: Any) -> Any:
+        raise TypeError("contents are dropped with drop, which counts their bytes")
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        raise TypeError("contents are added with setdefault: once stored, never changed")
+
+    def copy(self) -> Blobs:
+        """A container of its own holding the same contents (its size not counted again)."""
+        copied = Blobs()
+        dict.update(copied, self)
+        copied.size = self.size
+        return copied
+
+
 @dataclass
 class World:
     """Every entity of the platform, in insertion order (which is also creation order)."""
@@ -51,7 +85,7 @@ class World:
     role_bindings: dict[str, AppliedRoleBinding] = field(default_factory=dict)  # by name
     # The contents of the files uploaded to artifact versions, by SHA-256: bytes, never
     # changed once stored, so that worlds share them (a copy copies the container only).
-    blobs: dict[str, bytes] = field(default_factory=dict)
+    blobs: Blobs = field(default_factory=Blobs)
     uploads: dict[str, MultipartUpload] = field(default_factory=dict)  # multipart, by id
     # Runs that move one status further at each listing of their job (triggered, or asked to
     # terminate, through the API): run id -> application id.
@@ -97,7 +131,7 @@ class FrozenWorld:
         self._job_runs = {app: list(runs) for app, runs in world.job_runs.items()}
         self._run_indexes = dict(world.run_indexes)
         self._ids = dict(world.ids)
-        self._blobs = dict(world.blobs)
+        self._blobs = world.blobs.copy()
 
     def thaw(self) -> World:
         """A world of its own, as this one was."""
@@ -106,5 +140,5 @@ class FrozenWorld:
             job_runs={app: list(runs) for app, runs in self._job_runs.items()},
             run_indexes=dict(self._run_indexes),
             ids=dict(self._ids),
-            blobs=dict(self._blobs),
+            blobs=self._blobs.copy(),
         )
