@@ -49,11 +49,14 @@ MOCK_TEST = (
     f"        assert api.get('/api/svc/v1/jobs/{JOB}/runs').status_code == 404\n"
 )
 PLUGIN = ("-p", "mock_server.pytest_plugin")
-# The environment of every process: the user's, less what would change what the mock loads.
+# The environment of every process: the user's, less what would change what the mock loads,
+# and less PYTHONDONTWRITEBYTECODE: a user's interpreter keeps the bytecode it compiles, and
+# without it every start compiles the mock's modules again (a CI image may set it: the
+# figures then measured the compiler, 3.74x the interpreter for a usage error, not 2.8x).
 ENVIRONMENT = {
     key: value
     for key, value in os.environ.items()
-    if not key.startswith(("PLATFORM_MOCK_", "PYTEST_"))
+    if not key.startswith(("PLATFORM_MOCK_", "PYTEST_")) and key != "PYTHONDONTWRITEBYTECODE"
 }
 
 
