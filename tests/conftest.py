@@ -32,6 +32,12 @@ CONTROL_PLANE = "/api/svc/v1"
 # (mock_server/cli/runtime.py): in a directory of this process's own, not in the user's.
 os.environ["PLATFORM_MOCK_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="platform-mock-runtime-")
 atexit.register(shutil.rmtree, os.environ["PLATFORM_MOCK_RUNTIME_DIR"], ignore_errors=True)
+# The suite starts hundreds of processes of the mock (serve, run, the command line, pytest
+# sessions): each keeps the bytecode it compiles, as a user's interpreter does, where the
+# environment says not to (a CI image's PYTHONDONTWRITEBYTECODE), instead of compiling the
+# mock's modules again at every start.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture(scope="session")
