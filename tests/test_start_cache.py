@@ -15,6 +15,7 @@ import yaml
 from mock_server.contract import documents as contract
 from mock_server.core import start_cache
 from mock_server.core.resources import package_file
+from mock_server.fixtures import loader
 from tests.budget import budget
 
 # Each child process reads its own documents and reports them, so no process-wide @cache hides
@@ -111,3 +112,55 @@ def test_connexion_validates_each_document_once_then_the_mark_of_its_verdict_is_
         counts.append(len(validated))
     assert counts == [3, 3]
     assert len(list(tmp_path.glob("valid-openapi-*"))) == 3
+
+
+# -- fixtures' text, kept once read -------------------------------------------------------------
+
+RUNS_LINE = '      - {status: FAILED, createdAt: "2025-01-01T00:00:00Z", durationSeconds: 5}\n'
+
+
+def large_fixture(runs: int = 4_000, extra: str = "") -> str:
+    """A fixture past `KEEP_OVER`: one job of the default world's workspace with many runs."""
+    head = (
+        "applications:\n  - name: big-job\n    type: job\n    workspace: ml-team\n"
+        "    deployments:\n      - manifest:\n"
+        '          image: {type: image, image_uri: "registry.acme.example/big:1"}\n'
+        "          trigger: {type: manual}\n"
+        "          resources: {cpu_request: 1, cpu_limit: 2, memory_request: 2000,"
+        " memory_limit: 4000}\n"
+        f"    description: {extra or 'plain'}\n    runs:\n"
+    )
+    text = head + RUNS_LINE * runs
+    assert len(text) > loader.KEEP_OVER
+    return text
+
+
+def test_a_large_fixture_read_again_is_read_from_the_cache_the_same(tmp_path, monkeypatch):
+    monkeypatch.setenv(start_cache.DIRECTORY_VARIABLE, str(tmp_path))
+    text = large_fixture()
+    first = loader.parse(text, "runs.yaml").data
+    (kept,) = tmp_path.glob("fixture-*")
+    monkeypatch.setattr(loader, "_read", lambda *_: pytest.fail("parsed again"))
+    assert loader.parse(text, "runs.yaml").data == first
+    assert kept.exists()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["2025-01-01", ".inf"],
+    ids=["timestamp-no-response-carries", "float-json-has-not"],
+)
+def test_a_large_fixture_json_cannot_give_back_is_not_kept(tmp_path, monkeypatch, extra):
+    monkeypatch.setenv(start_cache.DIRECTORY_VARIABLE, str(tmp_path))
+    with pytest.raises(loader.FixtureError):  # neither is a text, as a description must be
+        loader.parse(large_fixture(extra=extra), "runs.yaml")
+    assert list(tmp_path.glob("fixture-*")) == []
+
+
+def test_a_broken_kept_fixture_is_read_afresh(tmp_path, monkeypatch):
+    monkeypatch.setenv(start_cache.DIRECTORY_VARIABLE, str(tmp_path))
+    text = large_fixture()
+    first = loader.parse(text, "runs.yaml").data
+    (kept,) = tmp_path.glob("fixture-*")
+    kept.write_bytes(b'{"half": ')
+    assert loader.parse(text, "runs.yaml").data == first
