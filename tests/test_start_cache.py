@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 import yaml
 
@@ -164,3 +165,14 @@ def test_a_broken_kept_fixture_is_read_afresh(tmp_path, monkeypatch):
     (kept,) = tmp_path.glob("fixture-*")
     kept.write_bytes(b'{"half": ')
     assert loader.parse(text, "runs.yaml").data == first
+
+
+def test_only_the_newest_kept_fixtures_stay(tmp_path, monkeypatch):
+    monkeypatch.setenv(start_cache.DIRECTORY_VARIABLE, str(tmp_path))
+    monkeypatch.setattr(loader, "KEPT_FIXTURES", 2)
+    texts = [large_fixture(extra=f"edit-{n}") for n in range(3)]  # a fixture edited twice
+    for text in texts:
+        loader.parse(text, "runs.yaml")
+    kept = {path.read_bytes() for path in tmp_path.glob("fixture-*")}
+    newest = {orjson.dumps(loader.parse(text, "runs.yaml").data) for text in texts[1:]}
+    assert kept == newest

@@ -53,8 +53,10 @@ def read(name: str) -> bytes | None:
         return None
 
 
-def write(name: str, data: bytes) -> None:
-    """Keep `data` under `name`, written whole or not at all."""
+def write(name: str, data: bytes, *, keep: int | None = None) -> None:
+    """Keep `data` under `name`, written whole or not at all; with `keep`, only the `keep`
+    newest of its kind are kept (what a user's edits of a large fixture would otherwise pile
+    up, a file per edit)."""
     folder = directory()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -66,8 +68,20 @@ def write(name: str, data: bytes) -> None:
         except BaseException:
             Path(aside).unlink(missing_ok=True)
             raise
+        if keep is not None:
+            kind = name.split("-", 1)[0] + "-"
+            kept = sorted(folder.glob(kind + "*"), key=_age)
+            for older in kept[:-keep]:
+                older.unlink(missing_ok=True)
     except OSError:
         return
+
+
+def _age(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile (by another process)
+        return 0.0
 
 
 # PyYAML's C parser where it was built with libyaml (about six times faster), else its own.
