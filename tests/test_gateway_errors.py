@@ -9,6 +9,7 @@ The other clients (`openai` 2.x, LangChain, the platform's gateway SDK) are chec
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -129,7 +130,7 @@ def test_a_body_of_many_nested_lists_is_refused_in_a_short_answer(gateway):
 NATURAL = {"type": "integer", "minimum": 0}
 
 
-def explained_copy(schema: dict, value: object) -> tuple[list, object]:
+def explained_copy(schema: dict, value: Any) -> tuple[list, Any]:
     """The violations of a value under a schema, and the copy of it that was explained."""
     compiled = validation.CompiledSchema(schema, validation.RequestValidator)
     explained = []
