@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import gc
 import json
 import os
 import re
@@ -441,6 +442,12 @@ class _Local(_Backend):
         self._starting = threading.Lock()
         self._transport = MockTransport(self.mock)
         self._async_transport = AsyncMockTransport(self.mock)
+        # What is alive now (the web stack, the contract, the session's mock and world) stays
+        # alive until the session ends: moved out of the collector's reach, as `serve` does,
+        # so no later full collection walks it again. pytest collects twice as it ends and
+        # the interpreter once more as it exits, each ~50 ms over these objects: a third of
+        # what a session with one in-process test costs over its floor (bench/start.py).
+        gc.freeze()
 
     @property
     def serving(self) -> bool:

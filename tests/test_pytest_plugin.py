@@ -727,3 +727,22 @@ def test_misspelt_marker_option_is_an_error_naming_it(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(
         ["*marker takes only fixtures=[[]...[]], seed=N and expect_violations=True, not fixture*"]
     )
+
+
+FROZEN = """
+import gc
+
+
+def test_the_mock_is_out_of_the_collectors_reach(platform_mock, platform_mock_backend):
+    mock = platform_mock_backend.mock
+    assert not any(found is mock for found in gc.get_objects())
+    assert gc.get_freeze_count() > 0
+"""
+
+
+def test_the_session_mock_is_never_walked_by_the_collector_again(pytester: pytest.Pytester):
+    """The session's in-process mock lives as long as the session: the collector's full
+    passes (pytest's two at its end, the interpreter's at exit) do not walk it again."""
+    write_module(pytester, "test_frozen", FROZEN)
+    result = run_session(pytester, "-v", timeout=INNER_TIMEOUT)
+    passed(result, "test_the_mock_is_out_of_the_collectors_reach")
