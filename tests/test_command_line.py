@@ -482,6 +482,9 @@ NOT_FOR_A_USAGE_ERROR = ("typing", "dataclasses", "inspect", "orjson")
         pytest.param(["serv"], id="unknown-command"),
         pytest.param(["serve", "--port", "x"], id="bad-number"),
         pytest.param(["drift", "--target", "http://x", "--max-pages", "0"], id="out-of-range"),
+        pytest.param(["serve", "--gateway-prefix", "/api"], id="gateway-prefix"),
+        pytest.param(["serve", "--cors", "http://Example.com"], id="cors-origin"),
+        pytest.param(["serve", "--allowed-host", "a host"], id="allowed-host"),
     ],
 )
 def test_a_usage_error_imports_no_module_it_does_not_need(args: list[str]):

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from mock_server import MockConfig, PlatformMock
-from mock_server.http.cors import origin_problem
+from mock_server.core.addresses import origin_problem
 from mock_server.http.server import BackgroundServer
 from tests.conftest import CONTROL_PLANE, assert_error
 

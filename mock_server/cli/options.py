@@ -17,6 +17,11 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 
+from mock_server.core.addresses import (
+    allowed_host_problem,
+    gateway_prefix_problem,
+    origin_problem,
+)
 from mock_server.core.choices import HOST_CHECKS, JOURNAL_BUDGET_MIB, LOG_FORMATS, REPORT_FORMATS
 from mock_server.core.version import __version__
 
@@ -41,10 +46,6 @@ VARIABLE_PREFIX = "PLATFORM_MOCK_"
 # The values a variable of a yes-or-no option (--quiet) may hold, either case.
 YES, NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-# Characters a path segment holds unescaped with no meaning to the routers: `{}` would make
-# a route parameter of the prefix, and `%`, `?` or `#` a prefix no request path matches.
-PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 
 
 NO_USER = (
@@ -676,7 +677,7 @@ def refusal(args: argparse.Namespace) -> tuple[int, str] | None:
             where += f" ({named(args, 'port', '--port')})"
         return EXIT_CANNOT_BIND, f"cannot listen on {where}: a port is a number from 0 to 65535"
     prefix = getattr(args, "gateway_prefix", None)
-    problem = None if prefix is None else _gateway_prefix_problem(prefix)
+    problem = None if prefix is None else gateway_prefix_problem(prefix)
     if problem:
         shown = named(args, "gateway_prefix", "--gateway-prefix")
         return EXIT_USAGE, f"{shown} {prefix!r}: {problem}"
@@ -690,16 +691,12 @@ def refusal(args: argparse.Namespace) -> tuple[int, str] | None:
         return EXIT_USAGE, f"{shown} {log_format!r}: one of {', '.join(LOG_FORMATS)}{meant}"
     origins = getattr(args, "cors", [])
     if origins:
-        from mock_server.http.cors import origin_problem
-
         for origin in origins:
             problem = origin_problem(origin)
             if problem:
                 return EXIT_USAGE, f"{named(args, 'cors', '--cors')} {origin!r}: {problem}"
     hosts = getattr(args, "allowed_host", [])
     if hosts:
-        from mock_server.http.hosts import allowed_host_problem
-
         for host in hosts:
             problem = allowed_host_problem(host)
             if problem:
@@ -744,33 +741,4 @@ def _files_refusal(args: argparse.Namespace) -> str | None:
         for other in [*fixtures, *args.report_targets.values()]:
             if report_files.same_file(Path(log_file), other):
                 return f"{shown}: {log_file} is also the file {other}"
-    return None
-
-
-def _gateway_prefix_problem(prefix: str) -> str | None:
-    from mock_server.http.mock import ADMIN_PREFIX, API_ROOT
-
-    # Paths the app answers itself whatever the gateway's prefix (mock_server.http.mock): the
-    # platform API's root, the admin API, and the Swagger UI (with its static files) and spec
-    # of the control plane, whose base path is `/`. A gateway there would shadow them or be
-    # shadowed.
-    reserved_paths = (
-        API_ROOT.rstrip("/"),
-        ADMIN_PREFIX,
-        "/docs",
-        "/openapi.json",
-        "/openapi.yaml",
-    )
-    path = "/" + prefix.strip("/")
-    if path == "/":
-        return "the gateway needs a path of its own (such as /gateway), not the root"
-    for reserved in reserved_paths:
-        if path == reserved or path.startswith(reserved + "/"):
-            return (
-                f"the mock serves {reserved} itself; the gateway needs a path outside "
-                f"{', '.join(reserved_paths[:-1])} and {reserved_paths[-1]}"
-            )
-    segments = path[1:].split("/")
-    if not all(PREFIX_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments):
-        return "each segment must be a name of letters, digits and . _ ~ -"
     return None

@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 
 from mock_server.cli import runtime
 from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_USAGE, NO_USER, is_loopback
-from mock_server.core.coordinates import ADMIN_PREFIX, Coordinates
+from mock_server.core.addresses import ADMIN_PREFIX
+from mock_server.core.coordinates import Coordinates
 
 ASK_SECONDS = 10.0  # how long a server may take to answer before it is passed over
 # The options of the world a token is minted for here, as the command line names them.

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-ADMIN_PREFIX = "/__admin"
+from mock_server.core.addresses import ADMIN_PREFIX
+
 CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
 # The variables of `platform-mock run` that say the checks its command's tests run under.
 FAIL_ON_VIOLATION = "PLATFORM_MOCK_FAIL_ON_VIOLATION"

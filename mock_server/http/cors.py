@@ -15,46 +15,17 @@ where Starlette's middleware would swallow it.
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-ANY_ORIGIN = "*"
+from mock_server.core.addresses import origin_problem
+
 # Response headers a browser script may read besides the CORS-safelisted ones.
 EXPOSED_HEADERS = ("x-platform-mock-fault",)
 PREFLIGHT_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
-DEFAULT_PORTS = {"http": 80, "https": 443}  # which a browser leaves out of an origin
-# A host as a browser serialises it: a lower-case name or IPv4 address, or an IPv6 one.
-_HOST = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)*|[0-9a-f:.]+", re.IGNORECASE)
-
-
-def origin_problem(origin: str) -> str | None:
-    """Why `origin` is not an origin a browser sends (`scheme://host[:port]`) nor `*`."""
-    if origin == ANY_ORIGIN:
-        return None
-    try:
-        parts = urlsplit(origin)
-        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
-    except ValueError as exc:
-        return f"not an origin: {exc}"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "an origin is http(s)://host[:port], such as http://localhost:3000, or *"
-    if parts.path or parts.query or parts.fragment or parts.username or parts.password:
-        return "an origin has no path, query or user: only http(s)://host[:port]"
-    if not _HOST.fullmatch(parts.hostname):
-        return "an origin's host is a name of letters, digits, - and ., or an IP address"
-    port = parts.port
-    if port == DEFAULT_PORTS[parts.scheme] or parts.netloc.endswith(":"):
-        shown = f"{parts.scheme}://{parts.netloc.rsplit(':', 1)[0]}".lower()
-        return f"a browser leaves out a default or empty port: it sends {shown!r}"
-    rebuilt = f"{parts.scheme}://{parts.netloc}"
-    if origin != rebuilt.lower():
-        return f"a browser sends an origin in lower case, as {rebuilt.lower()!r}"
-    return None
 
 
 class Cors:

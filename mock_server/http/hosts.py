@@ -22,52 +22,19 @@ journaled, logged as requests of the contract, or given CORS headers.
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mock_server.core import errors
+from mock_server.core.addresses import ANY_HOST, allowed_host_problem, split_host
 from mock_server.http.scope import on_gateway
 
-ANY_HOST = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"})
-# A host name (letters, digits, - and .), an IPv4 address, or an IPv6 address in brackets.
-_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]", re.IGNORECASE)
 # Fetch Metadata: what a browser says of a request's sender. Only the page itself
 # (`same-origin`) or the user (`none`: typed, bookmarked) may drive the admin API.
 _OWN_SITES = frozenset({"same-origin", "none"})
-
-
-def split_host(value: str) -> tuple[str, int | None] | None:
-    """A Host header (or `--allowed-host` value) as its lower-case name, without the
-    brackets of an IPv6 address, and its port (None when absent); None if it is neither."""
-    value = value.strip().lower()
-    name, port = value, None
-    if value.startswith("["):
-        name, bracket, rest = value.partition("]")
-        name += bracket
-        if rest:
-            if not rest.startswith(":"):
-                return None
-            port = rest[1:]
-    elif value.count(":") == 1:
-        name, port = value.split(":")
-    if not _NAME.fullmatch(name):
-        return None
-    if port is not None:
-        if not port.isascii() or not port.isdigit() or not 0 < int(port) <= 65535:
-            return None
-        return name.strip("[]"), int(port)
-    return name.strip("[]"), None
-
-
-def allowed_host_problem(value: str) -> str | None:
-    """Why an `--allowed-host` value names no host, if it does not."""
-    if value == ANY_HOST or split_host(value) is not None:
-        return None
-    return "a host is a name or an address, with an optional :port (such as mock.internal:8080)"
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -14,8 +14,9 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 
 from mock_server.contract import documents as contract
+from mock_server.core.addresses import ADMIN_PREFIX, API_ROOT
 from mock_server.core.choices import HOST_CHECKS
-from mock_server.core.coordinates import ADMIN_PREFIX, CONTROL_PLANE_PREFIX
+from mock_server.core.coordinates import CONTROL_PLANE_PREFIX
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import catalog
 from mock_server.handlers.context import WorldHost
@@ -30,7 +31,6 @@ from mock_server.view import shown
 from mock_server.view.live import Hub
 
 __all__ = ["ADMIN_PREFIX", "API_ROOT", "CONTROL_PLANE_PREFIX", "MockConfig", "PlatformMock"]
-API_ROOT = "/api/"  # where the platform's API lives, whatever its version
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mock_server.core import errors
-from mock_server.core.coordinates import ADMIN_PREFIX
+from mock_server.core.addresses import ADMIN_PREFIX
 from mock_server.core.resources import PACKAGE_DIR
 
 PREFIX = ADMIN_PREFIX + "/ui"
