@@ -199,7 +199,10 @@ def test_deleting_a_group_by_its_manifest_cascades_as_operation_6():
     documents = fixtures.default_fixtures()
     by_manifest, by_id = new_store(0, documents), new_store(0, documents)
     alice = by_manifest.identity.default_user().caller()
-    by_manifest.manifests.delete(alice, {"type": "secret-group", "name": "llm-keys"})
+    by_manifest.manifests.delete(
+        alice,
+        {"type": "secret-group", "name": "llm-keys", "integration_fqn": "acme:aws:secrets-manager"},
+    )
     by_id.secrets.delete_group(alice, "secret-group-llm-keys", force_delete=False)
     assert by_manifest.dump() == by_id.dump()
     assert by_manifest.world.ids == by_id.world.ids
