@@ -304,3 +304,10 @@ def test_the_dependency_tree_changes_nothing(api, store):
     before = store.dump()
     api.post("/dependency-tree", json={"manifests": [GROUP]})
     assert store.dump() == before
+
+
+@pytest.mark.parametrize("permissions", [5, True, "viewer"], ids=["number", "boolean", "text"])
+def test_a_batch_manifests_permissions_not_a_list_need_nothing(api, permissions):
+    manifest = {"type": "settings", "name": "s", "permissions": permissions}
+    answer = api.post("/dependency-tree", json={"manifests": [manifest, GROUP]})
+    assert answer.json()["data"] == [_node("settings", "s"), _node("secret-group", "ci-keys")]
