@@ -199,7 +199,10 @@ def test_deleting_a_group_by_its_manifest_cascades_as_operation_6():
     documents = fixtures.default_fixtures()
     by_manifest, by_id = new_store(0, documents), new_store(0, documents)
     alice = by_manifest.identity.default_user().caller()
-    by_manifest.manifests.delete(alice, {"type": "secret-group", "name": "llm-keys"})
+    by_manifest.manifests.delete(
+        alice,
+        {"type": "secret-group", "name": "llm-keys", "integration_fqn": "acme:aws:secrets-manager"},
+    )
     by_id.secrets.delete_group(alice, "secret-group-llm-keys", force_delete=False)
     assert by_manifest.dump() == by_id.dump()
     assert by_manifest.world.ids == by_id.world.ids
@@ -301,3 +304,10 @@ def test_the_dependency_tree_changes_nothing(api, store):
     before = store.dump()
     api.post("/dependency-tree", json={"manifests": [GROUP]})
     assert store.dump() == before
+
+
+@pytest.mark.parametrize("permissions", [5, True, "viewer"], ids=["number", "boolean", "text"])
+def test_a_batch_manifests_permissions_not_a_list_need_nothing(api, permissions):
+    manifest = {"type": "settings", "name": "s", "permissions": permissions}
+    answer = api.post("/dependency-tree", json={"manifests": [manifest, GROUP]})
+    assert answer.json()["data"] == [_node("settings", "s"), _node("secret-group", "ci-keys")]

@@ -41,7 +41,7 @@ class TokenBody(TypedDict, total=False):
 
 class Minted(TypedDict):
     token: str
-    subject: dict[str, str | None]  # the subject reference of the contract
+    subject: render.SubjectReferenceRecord  # the subject reference of the contract
 
 
 class TestStart(TypedDict):

@@ -4,15 +4,57 @@ SDK's `Application` reads it (and the `workspace` the CLI reads beside it)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from mock_server.core import errors
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 from mock_server.handlers.operation import Example, operation
 from mock_server.state.entities import Application
 from mock_server.state.jobs import ApplicationNotFound
 from mock_server.state.sources import iso
+
+
+class FqnIdsRecord(TypedDict):
+    """The contract's `FqnIds`."""
+
+    applicationId: str
+    workspaceId: str
+
+
+class ApplicationWorkspaceRecord(TypedDict):
+    """The contract's `ApplicationWorkspace`, as the platform's CLI reads it."""
+
+    name: str
+    fqn: str
+    clusterId: str
+
+
+class ApplicationRecord(TypedDict):
+    """The contract's `Application`, with its active deployment and its workspace."""
+
+    id: str
+    fqn: str
+    name: str
+    type: str
+    createdBySubject: render.SubjectReferenceRecord
+    tenantName: str
+    metadata: render.ApplicationMetadataRecord
+    lifecycleStage: str
+    workspaceId: str
+    workspaceFqn: str
+    lastVersion: int
+    activeVersion: int
+    applicationSetId: str
+    createdAt: str
+    updatedAt: str
+    autopilot: JsonObject
+    createdBy: str
+    deployment: render.DeploymentRecord
+    activeDeploymentId: str
+    lastDeploymentId: str
+    workspace: ApplicationWorkspaceRecord
 
 
 @operation(
@@ -26,7 +68,7 @@ from mock_server.state.sources import iso
     {403: errors.PermissionDenied, 404: ApplicationNotFound},
     client_model="truefoundry.deploy.v2.lib.models:ApplicationFqnResponse",
 )
-def ids_of_fqn(type_: str, *, fqn: str) -> dict[str, str]:
+def ids_of_fqn(type_: str, *, fqn: str) -> FqnIdsRecord:
     application = store().deployments.application_by_fqn(caller(), fqn)
     return {"applicationId": application.id, "workspaceId": application.workspace_id}
 
@@ -38,11 +80,11 @@ def ids_of_fqn(type_: str, *, fqn: str) -> dict[str, str]:
     client_model="truefoundry_sdk.types:GetApplicationResponse",
     client_extras=frozenset({"data.workspace"}),
 )
-def get_application(id_: str) -> dict[str, Any]:
+def get_application(id_: str) -> render.DataRecord[ApplicationRecord]:
     return {"data": application_record(store().deployments.get_application(caller(), id_))}
 
 
-def application_record(application: Application) -> dict[str, Any]:
+def application_record(application: Application) -> ApplicationRecord:
     """An application with its active deployment, as the SDK's `Application` reads it, and
     its workspace as the platform's CLI reads it (its `Application` requires one)."""
     world = store().world

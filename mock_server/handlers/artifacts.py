@@ -6,7 +6,7 @@ wire form of a finalised version and of an artifact (or model), as the platform 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import NotRequired, TypedDict, Unpack
 
 from mock_server.core import errors
 from mock_server.handlers import render
@@ -18,16 +18,95 @@ from mock_server.state.artifacts import (
     ArtifactVersionFailed,
     ArtifactVersionNotStaged,
 )
-from mock_server.state.entities import Artifact, ArtifactVersion
+from mock_server.state.entities import Artifact, ArtifactVersion, ArtifactVersionManifest
 from mock_server.state.identity import InvalidManifest
 from mock_server.state.sources import iso
 
-# The field of a version that names its artifact, by the artifact's kind.
-OWNER_FIELD = {
-    "artifact-version": "artifact_id",
-    "model-version": "model_id",
-    "agent-skill": "agent_skill_id",
-}
+
+class StageArtifactVersionRequest(TypedDict):
+    """The contract's `StageArtifactVersionRequest` (and the finalising requests')."""
+
+    manifest: ArtifactVersionManifest
+
+
+class ApplyTagsRequest(TypedDict):
+    """The contract's `ApplyTagsRequest`, `force` filled by validation."""
+
+    artifact_version_id: str
+    tags: list[str]
+    force: bool
+
+
+class MarkStageFailureRequest(TypedDict):
+    """The contract's `MarkStageFailureRequest`."""
+
+    id: str
+
+
+class _Owner(TypedDict, total=False):
+    """The field of a version that names its artifact: one of these, by the artifact's kind."""
+
+    artifact_id: str
+    model_id: str
+    agent_skill_id: str
+
+
+class _Tags(TypedDict, total=False):
+    tags: list[str]
+
+
+class ArtifactVersionRecord(TypedDict):
+    """A finalised version: the contract's `ArtifactVersion`, `ModelVersion` and
+    `AgentSkillVersion`."""
+
+    id: str
+    fqn: str
+    manifest: ArtifactVersionManifest
+    created_by_subject: render.SubjectReferenceRecord
+    ml_repo_id: str
+    artifact_id: NotRequired[str]
+    model_id: NotRequired[str]
+    agent_skill_id: NotRequired[str]
+    created_at: str
+    updated_at: str
+    tags: NotRequired[list[str]]  # not a skill version's
+
+
+class ArtifactRecord(TypedDict):
+    """The contract's `Artifact` and `Model`."""
+
+    id: str
+    ml_repo_id: str
+    type: str
+    name: str
+    fqn: str
+    created_by_subject: render.SubjectReferenceRecord
+    created_at: str
+    latest_version: NotRequired[ArtifactVersionRecord]
+
+
+class VersionQuery(TypedDict):
+    """What a listing of versions asks (`Artifacts.list_versions`)."""
+
+    limit: int
+    offset: int
+    tag: str | None
+    fqn: str | None
+    artifact_id: str | None
+    ml_repo_id: str | None
+    name: str | None
+    version: int | None
+    run_ids: list[str] | None
+    run_steps: list[float] | None
+
+
+def _owner(artifact: Artifact) -> _Owner:
+    """The field of a version that names its artifact, by the artifact's kind."""
+    if artifact.type == "model-version":
+        return {"model_id": artifact.id}
+    if artifact.type == "agent-skill":
+        return {"agent_skill_id": artifact.id}
+    return {"artifact_id": artifact.id}
 
 
 @operation(
@@ -46,7 +125,7 @@ OWNER_FIELD = {
     ),
     {403: errors.PermissionDenied, 404: errors.MlRepoNotFound, 409: errors.ArtifactVersionExists},
 )
-def stage_version(body: dict[str, Any]) -> dict[str, str]:
+def stage_version(body: StageArtifactVersionRequest) -> render.StagedVersionRecord:
     return render.staged_version(store().artifacts.stage(caller(), body["manifest"]))
 
 
@@ -59,7 +138,7 @@ def stage_version(body: dict[str, Any]) -> dict[str, str]:
     ),
     {403: errors.PermissionDenied, 404: errors.ArtifactVersionNotFound, 409: errors.TagInUse},
 )
-def apply_tags(body: dict[str, Any]) -> dict[str, Any]:
+def apply_tags(body: ApplyTagsRequest) -> render.EmptyRecord:
     store().artifacts.apply_tags(
         caller(),
         body["artifact_version_id"],
@@ -83,7 +162,7 @@ def apply_tags(body: dict[str, Any]) -> dict[str, Any]:
     },
     client_model="truefoundry_sdk.types:EmptyResponse",
 )
-def mark_stage_failure(body: dict[str, Any]) -> dict[str, Any]:
+def mark_stage_failure(body: MarkStageFailureRequest) -> render.EmptyRecord:
     store().artifacts.mark_stage_failure(caller(), body["id"])
     return {}
 
@@ -116,7 +195,9 @@ FINALIZE_ERRORS = {
     FINALIZE_ERRORS,
     client_model="truefoundry_sdk.types:GetArtifactVersionResponse",
 )
-def finalize_artifact_version(body: dict[str, Any]) -> dict[str, Any]:
+def finalize_artifact_version(
+    body: StageArtifactVersionRequest,
+) -> render.DataRecord[ArtifactVersionRecord]:
     version, _ = store().artifacts.finalize(caller(), body["manifest"])
     return {"data": version_record(version)}
 
@@ -140,12 +221,14 @@ def finalize_artifact_version(body: dict[str, Any]) -> dict[str, Any]:
     FINALIZE_ERRORS,
     client_model="truefoundry_sdk.types:GetModelVersionResponse",
 )
-def finalize_model_version(body: dict[str, Any]) -> dict[str, Any]:
+def finalize_model_version(
+    body: StageArtifactVersionRequest,
+) -> render.DataRecord[ArtifactVersionRecord]:
     version, _ = store().artifacts.finalize(caller(), body["manifest"])
     return {"data": version_record(version)}
 
 
-def _list(kind: str, **query: Any) -> dict[str, Any]:
+def _list(kind: str, **query: Unpack[VersionQuery]) -> render.PageRecord[ArtifactVersionRecord]:
     page = store().artifacts.list_versions(caller(), kind, **query)
     return render.page(page.items, page.total, page.offset, page.limit, version_record)
 
@@ -168,7 +251,7 @@ def list_artifact_versions(
     run_ids: list[str] | None = None,
     run_steps: list[float] | None = None,
     include_internal_metadata: bool | None = None,  # the mock keeps no internal metadata
-) -> dict[str, Any]:
+) -> render.PageRecord[ArtifactVersionRecord]:
     return _list(
         "artifact-version",
         limit=limit,
@@ -202,7 +285,7 @@ def list_model_versions(
     run_ids: list[str] | None = None,
     run_steps: list[float] | None = None,
     include_internal_metadata: bool | None = None,
-) -> dict[str, Any]:
+) -> render.PageRecord[ArtifactVersionRecord]:
     return _list(
         "model-version",
         limit=limit,
@@ -228,7 +311,7 @@ def list_model_versions(
     {403: errors.PermissionDenied, 404: errors.ArtifactVersionNotFound},
     client_model="truefoundry_sdk.types:GetArtifactVersionResponse",
 )
-def get_artifact_version(id_: str) -> dict[str, Any]:
+def get_artifact_version(id_: str) -> render.DataRecord[ArtifactVersionRecord]:
     return {
         "data": version_record(store().artifacts.get_version(caller(), id_, "artifact-version"))
     }
@@ -242,7 +325,7 @@ def get_artifact_version(id_: str) -> dict[str, Any]:
     {403: errors.PermissionDenied, 404: errors.ArtifactVersionNotFound},
     client_model="truefoundry_sdk.types:GetModelVersionResponse",
 )
-def get_model_version(id_: str) -> dict[str, Any]:
+def get_model_version(id_: str) -> render.DataRecord[ArtifactVersionRecord]:
     return {"data": version_record(store().artifacts.get_version(caller(), id_, "model-version"))}
 
 
@@ -252,7 +335,7 @@ def get_model_version(id_: str) -> dict[str, Any]:
     {403: errors.PermissionDenied, 404: ArtifactNotFound},
     client_model="truefoundry_sdk.types:GetArtifactResponse",
 )
-def get_artifact(id_: str) -> dict[str, Any]:
+def get_artifact(id_: str) -> render.DataRecord[ArtifactRecord]:
     artifact, latest = store().artifacts.get_artifact(caller(), id_, "artifact-version")
     return {"data": artifact_record(artifact, latest)}
 
@@ -263,34 +346,34 @@ def get_artifact(id_: str) -> dict[str, Any]:
     {403: errors.PermissionDenied, 404: ArtifactNotFound},
     client_model="truefoundry_sdk.types:GetModelResponse",
 )
-def get_model(id_: str) -> dict[str, Any]:
+def get_model(id_: str) -> render.DataRecord[ArtifactRecord]:
     artifact, latest = store().artifacts.get_artifact(caller(), id_, "model-version")
     return {"data": artifact_record(artifact, latest)}
 
 
-def version_record(version: ArtifactVersion) -> dict[str, Any]:
+def version_record(version: ArtifactVersion) -> ArtifactVersionRecord:
     """A finalised version, as the SDK's model of its kind reads it: its manifest with the
     `metadata` the SDK requires (empty when none was given)."""
     artifact = store().world.artifacts[version.artifact_id]
-    record: dict[str, Any] = {
+    # The SDK's skill versions have no tags.
+    tags: _Tags = {} if artifact.type == "agent-skill" else {"tags": list(version.tags)}
+    return {
         "id": version.id,
         "fqn": version.fqn,
         "manifest": {"metadata": {}, **copy.deepcopy(version.manifest)},
         "created_by_subject": render.subject_reference(version.created_by),
         "ml_repo_id": artifact.ml_repo_id,
-        OWNER_FIELD[artifact.type]: artifact.id,
+        **_owner(artifact),
         "created_at": iso(version.created_at),
         "updated_at": iso(version.updated_at or version.created_at),
+        **tags,
     }
-    if artifact.type != "agent-skill":  # the SDK's skill versions have no tags
-        record["tags"] = list(version.tags)
-    return record
 
 
-def artifact_record(artifact: Artifact, latest: ArtifactVersion | None) -> dict[str, Any]:
+def artifact_record(artifact: Artifact, latest: ArtifactVersion | None) -> ArtifactRecord:
     """An artifact or a model, as the SDK's `Artifact` or `Model` reads it (`type` too,
     which the platform's library reads), with its latest finalised version."""
-    record: dict[str, Any] = {
+    record: ArtifactRecord = {
         "id": artifact.id,
         "ml_repo_id": artifact.ml_repo_id,
         "type": KIND_NAMES[artifact.type],

@@ -3,13 +3,45 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from mock_server.core import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 from mock_server.handlers.operation import Example, operation
 from mock_server.state.jobs import ApplicationNotFound, JobRunEnded
+
+
+class TriggerInput(TypedDict, total=False):
+    command: str | list[str]  # a string or its words
+    params: dict[str, str]
+
+
+class TriggerMetadata(TypedDict, total=False):
+    job_run_name_alias: str
+
+
+class TriggerJobRequest(TypedDict):
+    """The contract's `TriggerJobRequest`."""
+
+    deploymentId: str
+    input: NotRequired[TriggerInput]
+    metadata: NotRequired[TriggerMetadata]
+
+
+class TriggerJobRecord(TypedDict):
+    """The contract's `TriggerJobResponse`."""
+
+    message: str
+    jobRunName: str
+    data: render.JobRunRecord
+
+
+class TerminateJobRecord(TypedDict):
+    """The contract's `TerminateJobResponse`."""
+
+    message: str
+    jobRunStatus: str
 
 
 @operation(
@@ -28,7 +60,7 @@ def list_runs(
     triggered_by: list[str] | None = None,
     status: list[str] | None = None,
     version_numbers: list[float] | None = None,
-) -> dict[str, Any]:
+) -> render.PageRecord[render.JobRunRecord]:
     page = store().jobs.list_runs(
         caller(),
         job_id,
@@ -58,7 +90,7 @@ def list_runs(
     },
     client_model="truefoundry_sdk.types:TriggerJobRunResponse",
 )
-def trigger(body: dict[str, Any]) -> dict[str, Any]:
+def trigger(body: TriggerJobRequest) -> TriggerJobRecord:
     jobs = store().jobs
     deployment = jobs.deployment(body["deploymentId"])
     given = (body.get("input") or {}).get("command")
@@ -95,7 +127,7 @@ def trigger(body: dict[str, Any]) -> dict[str, Any]:
     },
     client_model="truefoundry_sdk.types:TerminateJobResponse",
 )
-def terminate(*, deployment_id: str, job_run_name: str) -> dict[str, Any]:
+def terminate(*, deployment_id: str, job_run_name: str) -> TerminateJobRecord:
     # The platform's CLI sends both again in a body, which the query makes needless to read.
     jobs = store().jobs
     run = jobs.terminate(caller(), jobs.deployment(deployment_id), job_run_name)

@@ -4,19 +4,115 @@ group, as the platform SDK's `RoleBinding` and `SecretGroup` read them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from mock_server.core import errors
 from mock_server.handlers import render
-from mock_server.handlers.artifacts import version_record
+from mock_server.handlers.artifacts import ArtifactVersionRecord, version_record
 from mock_server.handlers.context import caller, store
 from mock_server.handlers.operation import Example, operation
 from mock_server.state.artifacts import ArtifactVersionFailed
-from mock_server.state.entities import AppliedRoleBinding, ArtifactVersion, SecretGroup
-from mock_server.state.identity import InvalidManifest, ManifestTargetNotFound, RoleBindingNotFound
-from mock_server.state.manifests import role_binding_manifest
-from mock_server.state.secrets import group_manifest
+from mock_server.state.entities import AppliedRoleBinding, ArtifactVersion, Secret, SecretGroup
+from mock_server.state.identity import (
+    InvalidManifest,
+    ManifestTargetNotFound,
+    RoleBindingManifest,
+    RoleBindingNotFound,
+)
+from mock_server.state.manifests import (
+    BatchManifest,
+    DeletedManifest,
+    Manifest,
+    role_binding_manifest,
+)
+from mock_server.state.secrets import SecretGroupManifest, group_manifest
 from mock_server.state.sources import iso
+
+
+class ApplyRequest(TypedDict):
+    """The contract's `ApplyRequest`, `dryRun` filled by validation."""
+
+    manifest: Manifest
+    dryRun: bool
+    force: NotRequired[bool]
+
+
+class DeleteRequest(TypedDict):
+    """The contract's `DeleteRequest`."""
+
+    manifest: DeletedManifest
+
+
+class DependencyTreeRequest(TypedDict):
+    """The contract's `DependencyTreeRequest`."""
+
+    manifests: list[BatchManifest]
+
+
+class RoleBindingRecord(TypedDict):
+    """The contract's `RoleBinding`: an applied role binding."""
+
+    id: str
+    name: str
+    accountId: str
+    manifest: RoleBindingManifest
+    createdBySubject: render.SubjectReferenceRecord
+    createdAt: str
+    updatedAt: str
+
+
+class _SecretTimes(TypedDict, total=False):
+    createdAt: str
+    updatedAt: str
+
+
+class SecretRecord(TypedDict):
+    """The contract's `Secret`, without its value; its times only when it has a version."""
+
+    id: str
+    fqn: str
+    name: str
+    secretGroupId: str
+    createdAt: NotRequired[str]
+    updatedAt: NotRequired[str]
+
+
+class SecretGroupRecord(TypedDict):
+    """The contract's `SecretGroup`, without its secrets' values."""
+
+    id: str
+    fqn: str
+    tenantName: str
+    createdBySubject: render.SubjectReferenceRecord
+    associatedSecrets: list[SecretRecord]
+    manifest: SecretGroupManifest
+    accountId: str
+    createdAt: str
+    updatedAt: str
+    createdBy: str
+
+
+# The record an apply made or changed, by its kind.
+AppliedRecord = RoleBindingRecord | SecretGroupRecord | ArtifactVersionRecord
+
+
+class ApplyRecord(TypedDict):
+    """The contract's `ApplyResponse`."""
+
+    action: str
+    data: AppliedRecord
+    existingManifest: NotRequired[Manifest]
+
+
+class ResourceIdentifierRecord(TypedDict):
+    resourceType: str
+    resourceName: str
+
+
+class ResourceWithDependenciesRecord(TypedDict):
+    resourceType: str
+    resourceName: str
+    dependencies: list[ResourceIdentifierRecord]
 
 
 @operation(
@@ -47,14 +143,16 @@ from mock_server.state.sources import iso
     },
     client_model="truefoundry_sdk.types:TrueFoundryApplyResponse",
 )
-def apply(body: dict[str, Any]) -> dict[str, Any]:
+def apply(body: ApplyRequest) -> ApplyRecord:
     applied = store().manifests.apply(caller(), body["manifest"], dry_run=body["dryRun"])
-    answer: dict[str, Any] = {"action": applied.action, "data": record(applied.record)}
+    answer: ApplyRecord = {"action": applied.action, "data": record(applied.record)}
     # The SDK reads an existing manifest of every kind the mock applies but an agent skill's
     # (its model of `existingManifest` has none): a skill's update shows none.
     existing = applied.existing
     if existing is not None and existing["type"] != "agent-skill":
-        if isinstance(applied.record, ArtifactVersion):  # with the metadata the SDK requires
+        # An artifact's or a model's, with the metadata the SDK requires (its kind is the
+        # record's: `isinstance(applied.record, ArtifactVersion)`).
+        if existing["type"] == "artifact-version" or existing["type"] == "model-version":
             existing = {"metadata": {}, **existing}
         answer["existingManifest"] = existing
     return answer
@@ -80,7 +178,7 @@ def apply(body: dict[str, Any]) -> dict[str, Any]:
     },
     client_model="truefoundry_sdk.types:TrueFoundryDeleteResponse",
 )
-def delete(body: dict[str, Any]) -> dict[str, Any]:
+def delete(body: DeleteRequest) -> render.EmptyRecord:
     store().manifests.delete(caller(), body["manifest"])
     return {}
 
@@ -112,7 +210,9 @@ def delete(body: dict[str, Any]) -> dict[str, Any]:
     read_only=True,  # a POST only for its body: it orders manifests, changing nothing
     recorded=False,  # the order of the client's own manifests: nothing of the world
 )
-def dependency_tree(body: dict[str, Any]) -> dict[str, Any]:
+def dependency_tree(
+    body: DependencyTreeRequest,
+) -> render.DataRecord[list[ResourceWithDependenciesRecord]]:
     found = store().manifests.dependency_tree(body["manifests"])
     return {
         "data": [
@@ -128,7 +228,7 @@ def dependency_tree(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def record(applied: AppliedRoleBinding | SecretGroup | ArtifactVersion) -> dict[str, Any]:
+def record(applied: AppliedRoleBinding | SecretGroup | ArtifactVersion) -> AppliedRecord:
     """The record an apply made or changed, as the SDK's model of its kind reads it."""
     if isinstance(applied, AppliedRoleBinding):
         return role_binding_record(applied)
@@ -137,7 +237,7 @@ def record(applied: AppliedRoleBinding | SecretGroup | ArtifactVersion) -> dict[
     return version_record(applied)
 
 
-def role_binding_record(binding: AppliedRoleBinding) -> dict[str, Any]:
+def role_binding_record(binding: AppliedRoleBinding) -> RoleBindingRecord:
     return {
         "id": binding.id,
         "name": binding.name,
@@ -149,7 +249,7 @@ def role_binding_record(binding: AppliedRoleBinding) -> dict[str, Any]:
     }
 
 
-def secret_group_record(group: SecretGroup) -> dict[str, Any]:
+def secret_group_record(group: SecretGroup) -> SecretGroupRecord:
     """A group without its secrets' values, which the platform never shows."""
     tenant = store().identity.tenant
     return {
@@ -163,14 +263,7 @@ def secret_group_record(group: SecretGroup) -> dict[str, Any]:
                 "fqn": secret.fqn,
                 "name": secret.key,
                 "secretGroupId": group.resource.id,
-                **(
-                    {
-                        "createdAt": iso(secret.versions[0].created_at),
-                        "updatedAt": iso(secret.versions[-1].created_at),
-                    }
-                    if secret.versions
-                    else {}
-                ),
+                **_times(secret),
             }
             for secret in group.secrets.values()
         ],
@@ -179,4 +272,14 @@ def secret_group_record(group: SecretGroup) -> dict[str, Any]:
         "createdAt": iso(group.created_at),
         "updatedAt": iso(group.updated_at),
         "createdBy": group.created_by.slug,
+    }
+
+
+def _times(secret: Secret) -> _SecretTimes:
+    """When a secret was made and last changed: those of its first and last versions."""
+    if not secret.versions:
+        return {}
+    return {
+        "createdAt": iso(secret.versions[0].created_at),
+        "updatedAt": iso(secret.versions[-1].created_at),
     }

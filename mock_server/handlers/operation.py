@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 from urllib.parse import quote
 
 from mock_server.core.errors import PlatformError
@@ -99,13 +99,18 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+# What a query parameter of a request holds: one value, or the values of a list.
+Primitive: TypeAlias = str | int | float | bool | None
+QueryValue: TypeAlias = Primitive | list[Primitive]
+
+
 @dataclass(frozen=True)
 class Request:
     """An example filled for one store: what a client sends."""
 
     method: str
     path: str  # percent-encoded, under the root of its document's server
-    query: dict[str, Any]
+    query: dict[str, QueryValue]
     body: Any  # the JSON body, or None
     caller: str  # the e-mail of the user whose development token sends it
 

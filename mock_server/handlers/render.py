@@ -7,8 +7,9 @@ here, once, so a field's wire form has one place.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Generic, NotRequired, TypedDict, TypeVar
 
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.state.entities import (
     Application,
     ArtifactVersion,
@@ -18,15 +19,242 @@ from mock_server.state.entities import (
     RoleBinding,
     Subject,
 )
-from mock_server.state.identity import Session
+from mock_server.state.identity import RoleBindingManifest, Session, binding_manifest
 from mock_server.state.sources import iso
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+
+class EmptyRecord(TypedDict):
+    """The empty object an operation answers when it has nothing to show (`EmptyObject`)."""
+
+
+class DataRecord(TypedDict, Generic[R]):
+    """The envelope of one record, or of a list, under `data`."""
+
+    data: R
+
+
+class PaginationRecord(TypedDict):
+    total: int
+    offset: int
+    limit: int
+
+
+class PageRecord(TypedDict, Generic[R]):
+    """The contract's paginated envelope."""
+
+    data: list[R]
+    pagination: PaginationRecord
+
+
+class SubjectReferenceRecord(TypedDict):
+    """The contract's `SubjectReference` (`createdBySubject`)."""
+
+    subjectId: str
+    subjectType: str
+    subjectSlug: str
+    subjectDisplayName: str
+    subjectPatName: str | None
+    subjectControllerName: str | None
+    subjectExternalIdentitySlug: str | None
+
+
+class IdNameRecord(TypedDict):
+    id: str
+    name: str
+
+
+class _Email(TypedDict, total=False):
+    email: str
+
+
+class SessionUserRecord(TypedDict):
+    """The contract's `Session`, as the platform SDK's `Session` model reads it."""
+
+    id: str
+    subjectSlug: str
+    subjectType: str
+    email: NotRequired[str]  # a user's only
+    tenantName: str
+    roles: list[str]
+    teams: list[IdNameRecord]
+    accounts: list[IdNameRecord]
+    effectiveUserId: str
+
+
+class SessionRecord(TypedDict):
+    user: SessionUserRecord
+
+
+class ApplicationMetadataRecord(TypedDict):
+    paused: bool
+
+
+class DeploymentApplicationRecord(TypedDict):
+    """The contract's `DeploymentApplication`: an application as a deployment shows it."""
+
+    lifecycleStage: str
+    id: str
+    fqn: str
+    name: str
+    type: str
+    metadata: ApplicationMetadataRecord
+    workspaceId: str
+    activeVersion: int
+    applicationSetId: str
+
+
+class DeploymentStateRecord(TypedDict):
+    isTerminalState: bool
+
+
+class DeploymentStatusRecord(TypedDict):
+    id: str
+    deploymentId: str
+    status: str
+    state: DeploymentStateRecord
+    message: str
+    retryCount: int
+    createdAt: str
+    updatedAt: str
+
+
+class DeploymentBuildRecord(TypedDict):
+    name: str
+    status: str
+
+
+class DeploymentRecord(TypedDict):
+    """The contract's `Deployment`, its manifest as applied."""
+
+    manifest: JsonObject
+    createdBySubject: SubjectReferenceRecord
+    id: str
+    version: int
+    fqn: str
+    applicationId: str
+    application: DeploymentApplicationRecord
+    createdAt: str
+    updatedAt: str
+    deploymentBuilds: list[DeploymentBuildRecord]
+    deploymentStatuses: list[DeploymentStatusRecord]
+    currentStatusId: str
+    currentStatus: DeploymentStatusRecord
+    appliedRecommendations: list[JsonObject]
+    createdBy: str
+
+
+class JobRunRecord(TypedDict):
+    """The contract's `JobRun`: times in epoch milliseconds."""
+
+    id: str
+    name: str
+    applicationName: str
+    deploymentVersion: str
+    command: str
+    error: str | None
+    triggeredBy: str
+    sparkUi: str | None
+    applicationId: str
+    deploymentId: str
+    tenantName: str
+    createdAt: int
+    endTime: int | None
+    duration: int | None
+    totalRetries: int
+    exitCode: int | None
+    status: str
+    triggeredBySubject: SubjectReferenceRecord
+
+
+class StagedVersionRecord(TypedDict):
+    """The contract's `StagedArtifactVersion`."""
+
+    id: str
+    storage_root: str
+    artifact_id: str
+
+
+class TokenPermissionRecord(TypedDict):
+    resource_fqn: str
+    resource_type: str
+    role_id: str
+
+
+class OwnedByRecord(TypedDict):
+    team: str
+    account: str
+
+
+class _OwnedBy(TypedDict, total=False):
+    ownedBy: OwnedByRecord
+
+
+class TokenManifestRecord(TypedDict):
+    """The contract's `PersonalAccessTokenManifest`."""
+
+    name: str
+    type: str
+    permissions: list[TokenPermissionRecord]
+    expiration_date: str
+    ownedBy: NotRequired[OwnedByRecord]  # only with a team: the SDK then requires `team`
+    tags: dict[str, str]
+    token_type: str
+
+
+class TokenJwtRecord(TypedDict):
+    id: str
+    subjectType: str
+    subjectId: str
+    expiry: str
+    tokenType: str
+    createdAt: str
+    updatedAt: str
+    metadata: JsonObject
+
+
+class RoleWithResourceRecord(TypedDict):
+    roleId: str
+    resourceType: str
+    resourceId: str
+    roleName: str
+
+
+class TokenRecord(TypedDict):
+    """The contract's `PersonalAccessToken`."""
+
+    id: str
+    type: str
+    tenantName: str
+    accountId: str
+    jwtId: str
+    createdBy: str
+    nextScheduledRotation: str | None
+    createdBySubject: SubjectReferenceRecord
+    createdAt: str
+    updatedAt: str
+    lastAccessedAt: str | None
+    isExpired: bool
+    manifest: TokenManifestRecord
+    jwts: list[TokenJwtRecord]
+    metadata: JsonObject
+    roleIds: list[str]
+    rolesWithResource: list[RoleWithResourceRecord]
+
+
+class IssuedTokenRecord(TypedDict):
+    """The contract's `PersonalAccessTokenResponse`."""
+
+    data: TokenRecord
+    token: str
+    created: bool
 
 
 def page(
-    items: Iterable[T], total: int, offset: int, limit: int, render: Callable[[T], Any]
-) -> dict[str, Any]:
+    items: Iterable[T], total: int, offset: int, limit: int, render: Callable[[T], R]
+) -> PageRecord[R]:
     """The contract's paginated envelope: `data` and `pagination`."""
     return {
         "data": [render(item) for item in items],
@@ -34,7 +262,7 @@ def page(
     }
 
 
-def subject_reference(subject: Subject) -> dict[str, Any]:
+def subject_reference(subject: Subject) -> SubjectReferenceRecord:
     """The subject reference (`createdBySubject`) of the contract."""
     return {
         "subjectId": subject.id,
@@ -47,15 +275,16 @@ def subject_reference(subject: Subject) -> dict[str, Any]:
     }
 
 
-def session(found: Session) -> dict[str, Any]:
+def session(found: Session) -> SessionRecord:
     """The caller's session, as the platform SDK's `Session` model reads it."""
     subject, tenant = found.subject, found.tenant
+    email: _Email = {"email": subject.name} if subject.type == "user" else {}
     return {
         "user": {
             "id": subject.id,
             "subjectSlug": subject.slug,
             "subjectType": subject.type,
-            **({"email": subject.name} if subject.type == "user" else {}),
+            **email,
             "tenantName": tenant.name,
             "roles": found.roles,
             "teams": [{"id": team.id, "name": team.name} for team in found.teams],
@@ -65,7 +294,7 @@ def session(found: Session) -> dict[str, Any]:
     }
 
 
-def application(app: Application) -> dict[str, Any]:
+def application(app: Application) -> DeploymentApplicationRecord:
     return {
         "lifecycleStage": "active",
         "id": app.id,
@@ -79,9 +308,9 @@ def application(app: Application) -> dict[str, Any]:
     }
 
 
-def deployment(item: Deployment) -> dict[str, Any]:
+def deployment(item: Deployment) -> DeploymentRecord:
     created = iso(item.created_at)
-    status = {
+    status: DeploymentStatusRecord = {
         "id": item.status_id,
         "deploymentId": item.id,
         "status": "DEPLOY_SUCCESS",
@@ -112,7 +341,7 @@ def deployment(item: Deployment) -> dict[str, Any]:
     }
 
 
-def job_run(run: JobRun) -> dict[str, Any]:
+def job_run(run: JobRun) -> JobRunRecord:
     return {
         "id": run.id,
         "name": run.name,
@@ -135,7 +364,7 @@ def job_run(run: JobRun) -> dict[str, Any]:
     }
 
 
-def staged_version(version: ArtifactVersion) -> dict[str, str]:
+def staged_version(version: ArtifactVersion) -> StagedVersionRecord:
     return {
         "id": version.id,
         "storage_root": version.storage_root,
@@ -143,19 +372,11 @@ def staged_version(version: ArtifactVersion) -> dict[str, str]:
     }
 
 
-def role_binding(binding: RoleBinding) -> dict[str, Any]:
-    return {
-        "type": "role-binding",
-        "name": binding.name,
-        "subjects": [{"type": s.type, "name": s.name} for s in binding.subjects],
-        "permissions": [
-            {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
-            for r, role in binding.permissions
-        ],
-    }
+def role_binding(binding: RoleBinding) -> RoleBindingManifest:
+    return binding_manifest(binding)
 
 
-def token_record(issued: IssuedToken) -> dict[str, Any]:
+def token_record(issued: IssuedToken) -> TokenRecord:
     """The token as the API shows it. A token acts with its owner's grants, so the
     permissions and roles are those the owner holds now, not at creation."""
     token, grants = issued.token, issued.grants
@@ -163,7 +384,7 @@ def token_record(issued: IssuedToken) -> dict[str, Any]:
     created, expiry = iso(token.created_at), iso(token.expires_at)
     # The platform's SDK requires `team` whenever `ownedBy` is present: a token made
     # without teamName has no owner object at all.
-    owned_by = (
+    owned_by: _OwnedBy = (
         {"ownedBy": {"team": token.team_name, "account": tenant.name}} if token.team_name else {}
     )
     return {
@@ -217,5 +438,5 @@ def token_record(issued: IssuedToken) -> dict[str, Any]:
     }
 
 
-def issued_token(issued: IssuedToken) -> dict[str, Any]:
+def issued_token(issued: IssuedToken) -> IssuedTokenRecord:
     return {"data": token_record(issued), "token": issued.token.token, "created": issued.created}

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mock_server.core import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import store
 from mock_server.handlers.operation import Example, operation
+from mock_server.state.identity import RoleBindingManifest
 
 
 @operation(
@@ -26,7 +25,7 @@ def generate_manifests(
     resource_id: str | None = None,
     subject_type: str | None = None,
     subject_id: str | None = None,
-) -> dict[str, Any]:
+) -> render.DataRecord[list[RoleBindingManifest]]:
     bindings = store().identity.role_binding_manifests(
         resource_type=resource_type,
         resource_id=resource_id,

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from mock_server.core import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 from mock_server.handlers.operation import Example, operation
+
+
+class SecretDeploymentsRequest(TypedDict):
+    """The contract's `SecretDeploymentsRequest`."""
+
+    secretIds: list[str]
 
 
 @operation(
@@ -19,7 +25,9 @@ from mock_server.handlers.operation import Example, operation
     ),
     read_only=True,  # a POST only for the length of its list of ids
 )
-def list_deployments(body: dict[str, Any], *, limit: int, offset: int) -> dict[str, Any]:
+def list_deployments(
+    body: SecretDeploymentsRequest, *, limit: int, offset: int
+) -> render.PageRecord[render.DeploymentRecord]:
     # limit and offset: Connexion fills in the spec's defaults.
     page = store().deployments.active_for_secrets(
         caller(), body["secretIds"], limit=limit, offset=offset
@@ -36,6 +44,6 @@ def list_deployments(body: dict[str, Any], *, limit: int, offset: int) -> dict[s
         424: errors.SecretIntegrationUnavailable,
     },
 )
-def delete_group(id_: str, *, force_delete: bool) -> dict[str, Any]:
+def delete_group(id_: str, *, force_delete: bool) -> render.EmptyRecord:
     store().secrets.delete_group(caller(), id_, force_delete=force_delete)
     return {}

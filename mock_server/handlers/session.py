@@ -3,7 +3,7 @@ ask before anything else, without a token (`getMinCliVersion`, `getTenantId`).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from mock_server.core.coordinates import reached_url
 from mock_server.handlers import render
@@ -11,10 +11,27 @@ from mock_server.handlers.context import caller, current, store
 from mock_server.handlers.operation import Example, operation
 from mock_server.state.identity import TenantNotFound
 
+
+class ClientConfigRecord(TypedDict):
+    """The contract's `ClientConfig`."""
+
+    minVersion: str
+    truefoundryCliMinVersion: str
+    useSFYServerAuthAPIs: bool
+    pythonBuildDefaultImageTag: str
+
+
+class TenantInfoRecord(TypedDict):
+    """The contract's `TenantInfo`."""
+
+    tenantName: str
+    auth_server_url: str
+
+
 # The oldest client versions the platform serves: every published one. Refreshing a login
 # through the auth server (`useSFYServerAuthAPIs` false) is never needed: the mock's tokens
 # are long-lived.
-CLIENT_CONFIG = {
+CLIENT_CONFIG: ClientConfigRecord = {
     "minVersion": "0.1.0",
     "truefoundryCliMinVersion": "0.1.0",
     "useSFYServerAuthAPIs": False,
@@ -28,7 +45,7 @@ CLIENT_CONFIG = {
     client_model="truefoundry_sdk.types:Session",
     client_field="user",
 )
-def get_session() -> dict[str, Any]:
+def get_session() -> render.SessionRecord:
     return render.session(store().identity.session(caller()))
 
 
@@ -40,8 +57,8 @@ def get_session() -> dict[str, Any]:
     client_model="truefoundry.common.entities:PythonSDKConfig",
     recorded=False,  # the versions a client needs: nothing of the world
 )
-def min_cli_version() -> dict[str, Any]:
-    return dict(CLIENT_CONFIG)
+def min_cli_version() -> ClientConfigRecord:
+    return CLIENT_CONFIG.copy()
 
 
 @operation(
@@ -50,7 +67,7 @@ def min_cli_version() -> dict[str, Any]:
     {404: TenantNotFound},
     client_model="truefoundry.common.entities:TenantInfo",
 )
-def tenant_id(host_name: str) -> dict[str, str]:
+def tenant_id(host_name: str) -> TenantInfoRecord:
     tenant = store().identity.tenant_of_host(host_name)
     return {"tenantName": tenant.name, "auth_server_url": own_url()}
 

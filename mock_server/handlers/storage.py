@@ -8,15 +8,80 @@ A signed URL reads `{mock}/__storage/{version id}/{path}?op=WRITE&signature=...`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 from urllib.parse import quote, urlencode
 
 from mock_server.core import errors
+from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
 from mock_server.handlers.operation import Example, operation
 from mock_server.handlers.session import own_url
 from mock_server.state.artifacts import ArtifactVersionNotStaged
 from mock_server.state.storage import FileEntry, InvalidFilePath, Signed
+
+
+class SignedUrlsRequest(TypedDict):
+    """The contract's `SignedUrlsRequest`."""
+
+    id: str
+    paths: list[str]
+    operation: str
+
+
+class MultipartUploadRequest(TypedDict):
+    """The contract's `MultipartUploadRequest`."""
+
+    id: str
+    path: str
+    num_parts: int
+
+
+class ListFilesRequest(TypedDict):
+    """The contract's `ListFilesRequest`, `limit` filled by validation."""
+
+    id: str
+    path: NotRequired[str]
+    limit: int
+    pageToken: NotRequired[str]
+
+
+class SignedUrlRecord(TypedDict):
+    """The contract's `SignedUrl`."""
+
+    path: str
+    signed_url: str
+
+
+class MultipartUploadRecord(TypedDict):
+    """The contract's `MultipartUpload`."""
+
+    storage_provider: str
+    part_signed_urls: list[SignedUrlRecord]
+    finalize_signed_url: SignedUrlRecord
+    s3_compatible_upload_id: str
+
+
+class FileInfoRecord(TypedDict):
+    """The contract's `FileInfo`: a file with its size, or a folder."""
+
+    path: str
+    is_dir: bool
+    file_size: NotRequired[int]
+
+
+class TokenPaginationRecord(TypedDict):
+    """The contract's `TokenPagination`: the next page's token while there is one."""
+
+    limit: int
+    nextPageToken: NotRequired[str]
+
+
+class FileListRecord(TypedDict):
+    """The contract's `FileList`."""
+
+    data: list[FileInfoRecord]
+    pagination: TokenPaginationRecord
+
 
 STORAGE_PREFIX = "/__storage"
 MAX_QUERY = 512  # characters of a signed URL's query: its parameters are short
@@ -58,7 +123,7 @@ def parse_signed(path: str, query: dict[str, str]) -> Signed | None:
     )
 
 
-def _url(signed: Signed) -> dict[str, str]:
+def _url(signed: Signed) -> SignedUrlRecord:
     return {"path": signed.path, "signed_url": signed_url(signed)}
 
 
@@ -82,7 +147,7 @@ def _url(signed: Signed) -> dict[str, str]:
     client_model="truefoundry_sdk.types:GetSignedUrLsResponse",
     recorded=False,  # URLs of this server's: nothing of the world a recording keeps
 )
-def signed_urls(body: dict[str, Any]) -> dict[str, Any]:
+def signed_urls(body: SignedUrlsRequest) -> render.DataRecord[list[SignedUrlRecord]]:
     signed = store().storage.sign(caller(), body["id"], body["paths"], body["operation"])
     return {"data": [_url(s) for s in signed]}
 
@@ -103,7 +168,7 @@ def signed_urls(body: dict[str, Any]) -> dict[str, Any]:
     client_model="truefoundry_sdk.types:MultiPartUploadResponse",
     recorded=False,  # an upload of this server's: nothing of the world a recording keeps
 )
-def multipart_upload(body: dict[str, Any]) -> dict[str, Any]:
+def multipart_upload(body: MultipartUploadRequest) -> render.DataRecord[MultipartUploadRecord]:
     upload, parts, finish = store().storage.start_multipart(
         caller(), body["id"], body["path"], body["num_parts"]
     )
@@ -129,19 +194,19 @@ def multipart_upload(body: dict[str, Any]) -> dict[str, Any]:
     read_only=True,  # a POST only for its body
     recorded=False,  # names and sizes without contents: a recorded world cannot hold them
 )
-def list_files(body: dict[str, Any]) -> dict[str, Any]:
+def list_files(body: ListFilesRequest) -> FileListRecord:
     limit = body["limit"]  # the spec's default, filled by validation
     offset = int(body.get("pageToken") or 0)
     entries, more = store().storage.list_files(
         caller(), body["id"], body.get("path"), limit, offset
     )
-    pagination: dict[str, Any] = {"limit": limit}
+    pagination: TokenPaginationRecord = {"limit": limit}
     if more:
         pagination["nextPageToken"] = str(offset + limit)
     return {"data": [file_info(entry) for entry in entries], "pagination": pagination}
 
 
-def file_info(entry: FileEntry) -> dict[str, Any]:
+def file_info(entry: FileEntry) -> FileInfoRecord:
     """A file or a folder of a version, as the SDK's `FileInfo` reads it."""
     if entry.size is None:
         return {"path": entry.path, "is_dir": True}

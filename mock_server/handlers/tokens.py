@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mock_server.core import errors
 from mock_server.handlers import render
 from mock_server.handlers.context import caller, store
@@ -16,5 +14,5 @@ from mock_server.handlers.operation import Example, operation
     {400: errors.InvalidTeam},
     read_only=False,  # a GET that creates the token it is asked for when there is none
 )
-def get_or_create(name: str, team_name: str | None = None) -> dict[str, Any]:
+def get_or_create(name: str, team_name: str | None = None) -> render.IssuedTokenRecord:
     return render.issued_token(store().tokens.get_or_create(caller(), name, team_name))

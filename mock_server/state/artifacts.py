@@ -26,6 +26,7 @@ from mock_server.state.entities import (
     READY,
     Artifact,
     ArtifactVersion,
+    ArtifactVersionManifest,
     Caller,
     MlRepo,
     Page,
@@ -130,7 +131,7 @@ class Artifacts(Area):
     def stage(
         self,
         caller: Caller,
-        manifest: dict[str, Any],
+        manifest: ArtifactVersionManifest,
         *,
         version_id: str | None = None,
         artifact_id: str | None = None,
@@ -255,8 +256,8 @@ class Artifacts(Area):
     # -- finalising -----------------------------------------------------------------------
     @locked
     def finalize(
-        self, caller: Caller, manifest: dict[str, Any]
-    ) -> tuple[ArtifactVersion, dict[str, Any] | None]:
+        self, caller: Caller, manifest: ArtifactVersionManifest
+    ) -> tuple[ArtifactVersion, ArtifactVersionManifest | None]:
         """A version made ready from a manifest (`PUT /artifact-versions`, `/model-versions`,
         `/apply`), and the manifest it had when it was ready already (and is now updated).
 
@@ -301,7 +302,7 @@ class Artifacts(Area):
         self._ready(version, manifest)
         return version, before
 
-    def _ready(self, version: ArtifactVersion, manifest: dict[str, Any]) -> None:
+    def _ready(self, version: ArtifactVersion, manifest: ArtifactVersionManifest) -> None:
         """Make a version ready with this manifest (the caller holds the lock)."""
         self.store.tick()
         kept = copy.deepcopy(manifest)

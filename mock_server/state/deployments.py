@@ -8,12 +8,14 @@ mount's `secret_fqn`, a build secret's value, or an `env` value (plain fqn or
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
 from mock_server.contract import documents as contract
-from mock_server.contract.validation import ResponseValidator, compiled, violations
+from mock_server.contract.validation import Detail, ResponseValidator, compiled, violations
+from mock_server.core.jsonvalue import JsonObject, JsonValue
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, Page, Subject
 from mock_server.state.identity import Identity
@@ -26,7 +28,7 @@ from mock_server.state.sources import iso, world_time
 EPHEMERAL_STORAGE_DEFAULTS = {"ephemeral_storage_request": 1000, "ephemeral_storage_limit": 2000}
 
 
-def with_storage_defaults(manifest: dict[str, Any]) -> dict[str, Any]:
+def with_storage_defaults(manifest: JsonObject) -> JsonObject:
     """The manifest with the ephemeral storage fields its `resources` leave out, at the
     SDK's defaults (a manifest without `resources` is left as it is)."""
     resources = manifest.get("resources")
@@ -40,7 +42,7 @@ class IncompleteManifest(ValueError):
     """A deployment manifest that is not complete for its kind, as the contract (and the
     platform's clients, which read it) require; says every problem, each under `prefix`."""
 
-    def __init__(self, problems: list[dict[str, Any]], prefix: str = "manifest"):
+    def __init__(self, problems: list[Detail], prefix: str = "manifest"):
         self.problems = problems
         super().__init__(self.under(prefix))
 
@@ -51,7 +53,7 @@ class IncompleteManifest(ValueError):
         )
 
 
-def check_manifest(manifest: dict[str, Any]) -> None:
+def check_manifest(manifest: JsonObject) -> None:
     """Raises IncompleteManifest unless the manifest meets the contract's DeploymentManifest:
     no deployment the platform's clients cannot read enters the world, whoever adds it."""
     schema = contract.component(contract.CONTROL_PLANE_SPEC, "DeploymentManifest")
@@ -60,14 +62,24 @@ def check_manifest(manifest: dict[str, Any]) -> None:
         raise IncompleteManifest(problems)
 
 
-def referenced_secrets(manifest: dict[str, Any]) -> frozenset[str]:
-    """The secret fqns a deployment manifest refers to."""
+def _fields(value: JsonValue) -> JsonObject:
+    """An object of a checked manifest, or an empty one where the manifest has none."""
+    return value if isinstance(value, dict) else {}
 
-    def candidates() -> Iterator[Any]:
-        for mount in manifest.get("mounts") or []:
+
+def _items(value: JsonValue) -> list[JsonObject]:
+    """The objects of a list of a checked manifest ([] where it has none)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def referenced_secrets(manifest: JsonObject) -> frozenset[str]:
+    """The secret fqns a deployment manifest (checked: `check_manifest`) refers to."""
+
+    def candidates() -> Iterator[JsonValue]:
+        for mount in _items(manifest.get("mounts")):
             yield mount.get("secret_fqn")
-        build_spec = (manifest.get("image") or {}).get("build_spec") or {}
-        for build_secret in build_spec.get("build_secrets") or []:
+        build_spec = _fields(_fields(manifest.get("image")).get("build_spec"))
+        for build_secret in _items(build_spec.get("build_secrets")):
             yield build_secret.get("value")
         env = manifest.get("env")
         if isinstance(env, dict):
@@ -126,7 +138,7 @@ class Deployments(Area):
     def add_deployment(
         self,
         application: Application,
-        manifest: dict[str, Any],
+        manifest: JsonObject,
         *,
         activate: bool = True,
         deployment_id: str | None = None,
@@ -329,11 +341,12 @@ class Deployments(Area):
 
 
 def _generated_manifest(
-    kind: str, name: str, version: int, tenant: str, secret_fqns: list[str], rng: Any
-) -> dict[str, Any]:
+    kind: str, name: str, version: int, tenant: str, secret_fqns: list[str], rng: random.Random
+) -> JsonObject:
     """A realistic manifest of one version of a generated application."""
+    image: JsonObject
     if rng.random() < 0.5:
-        image: dict[str, Any] = {
+        image = {
             "type": "image",
             "image_uri": f"registry.{tenant}.example/{name}:1.{version}.{rng.randint(0, 9)}",
             "docker_registry": f"{tenant}:registry",
@@ -352,8 +365,8 @@ def _generated_manifest(
                 "command": f"python -m {name.replace('-', '_')}",
             },
         }
-    env: dict[str, str | None] = {"LOG_LEVEL": rng.choice(("debug", "info", "warning"))}
-    manifest: dict[str, Any] = {"image": image, "env": env}
+    env: JsonObject = {"LOG_LEVEL": rng.choice(("debug", "info", "warning"))}
+    manifest: JsonObject = {"image": image, "env": env}
     if secret_fqns and rng.random() < 0.5:
         secret = rng.choice(secret_fqns)
         env[secret.rsplit(":", 1)[-1]] = f"{SECRET_REFERENCE_SCHEME}{secret}"
@@ -372,10 +385,15 @@ def _generated_manifest(
     if kind == "service":
         port = rng.choice((3000, 5000, 8000, 8080))
         exposed = rng.random() < 0.6
-        manifest["ports"] = [
-            {"port": port, "protocol": "TCP", "expose": exposed, "app_protocol": "http"}
-            | ({"host": f"{name}.{tenant}.example"} if exposed else {})
-        ]
+        port_record: JsonObject = {
+            "port": port,
+            "protocol": "TCP",
+            "expose": exposed,
+            "app_protocol": "http",
+        }
+        if exposed:
+            port_record["host"] = f"{name}.{tenant}.example"
+        manifest["ports"] = [port_record]
         manifest["replicas"] = rng.randint(1, 4)
         manifest["readiness_probe"] = {
             "config": {"type": "http", "path": "/health", "port": port},

@@ -1,13 +1,17 @@
 """The platform's entities as held in state, and the pages of them that the areas return.
 
 Entities hold domain values; how each is shown on the wire is `mock_server.handlers.render`'s.
+The manifest an artifact version keeps is a typed record here, beside the entity that keeps
+it (`ArtifactVersionManifest`); a deployment's is JSON the mock carries as it was applied.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Generic, Literal, NotRequired, TypedDict, TypeVar
+
+from mock_server.core.jsonvalue import JsonObject
 
 SUBJECT_TYPES = ("user", "team", "virtualaccount", "agent")
 
@@ -144,6 +148,37 @@ class MultipartUpload:
     parts: dict[int, StoredFile] = field(default_factory=dict)
 
 
+ArtifactKind = Literal["artifact-version", "model-version", "agent-skill"]
+
+
+class ArtifactSource(TypedDict):
+    """Where a version's files are (the contract's `ManagedSource`, `ExternalSource`,
+    `InlineSkillSource` and `BlobStorageSkillSource`, told apart by `type`)."""
+
+    type: str
+    uri: NotRequired[str]
+    skill_md: NotRequired[str]
+    description: NotRequired[str]
+
+
+class ArtifactVersionManifest(TypedDict):
+    """The manifest of an artifact, model or agent-skill version (the contract's
+    `ArtifactVersionManifest`): the fields the mock reads, and those it carries as given."""
+
+    type: ArtifactKind
+    name: str
+    ml_repo: str
+    source: ArtifactSource
+    version: NotRequired[int]
+    metadata: NotRequired[JsonObject]
+    step: NotRequired[int]
+    run_id: NotRequired[str]
+    description: NotRequired[str]
+    version_alias: NotRequired[str]
+    framework: NotRequired[JsonObject]
+    environment: NotRequired[JsonObject]
+
+
 @dataclass
 class ArtifactVersion:
     id: str
@@ -151,7 +186,7 @@ class ArtifactVersion:
     version: int
     fqn: str
     storage_root: str
-    manifest: dict[str, Any]
+    manifest: ArtifactVersionManifest
     created_at: datetime
     created_by: Subject
     tags: list[str] = field(default_factory=list)
@@ -187,7 +222,7 @@ class Deployment:
     application: Application
     version: int
     fqn: str
-    manifest: dict[str, Any]
+    manifest: JsonObject  # as applied, with the storage defaults (`Deployments.add_deployment`)
     created_by: Subject
     created_at: datetime
     status_id: str

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from mock_server.core import errors
 from mock_server.state import fixture_format as written
@@ -81,6 +81,45 @@ class Session:
     roles: list[str]
     teams: list[Subject]
     tenant: Resource
+
+
+class RoleBindingSubject(TypedDict):
+    """A principal a role binding names (the contract's `RoleBindingSubject`)."""
+
+    type: str
+    name: str
+
+
+class RoleBindingPermission(TypedDict):
+    """A role a role binding grants on a resource (the contract's `RoleBindingPermission`)."""
+
+    resourceType: str
+    resourceFqn: str
+    role: str
+
+
+class RoleBindingManifest(TypedDict):
+    """A role-binding manifest (the contract's `RoleBindingManifest`): what is applied, and
+    what the generating operation returns."""
+
+    type: Literal["role-binding"]
+    name: str
+    subjects: list[RoleBindingSubject]
+    permissions: list[RoleBindingPermission]
+
+
+def binding_manifest(binding: RoleBinding | AppliedRoleBinding) -> RoleBindingManifest:
+    """A role binding as its manifest reads: each subject by type and name, each permission
+    by its resource's type and FQN."""
+    return {
+        "type": "role-binding",
+        "name": binding.name,
+        "subjects": [{"type": s.type, "name": s.name} for s in binding.subjects],
+        "permissions": [
+            {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
+            for r, role in binding.permissions
+        ],
+    }
 
 
 class TenantNotFound(errors.PlatformError):
@@ -427,11 +466,33 @@ class Identity(Area):
                 return resource
         return None
 
-    @locked
     def apply_role_binding(
         self,
         caller: Caller,
         manifest: dict[str, Any],
+        *,
+        binding_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> tuple[AppliedRoleBinding, AppliedRoleBinding | None]:
+        """`apply_binding` of a role binding as a fixture records it (`roleBindings[]`),
+        whose fields the fixture's schema has checked."""
+        return self.apply_binding(
+            caller,
+            {
+                "type": "role-binding",
+                "name": manifest["name"],
+                "subjects": manifest["subjects"],
+                "permissions": manifest["permissions"],
+            },
+            binding_id=binding_id,
+            created_at=created_at,
+        )
+
+    @locked
+    def apply_binding(
+        self,
+        caller: Caller,
+        manifest: RoleBindingManifest,
         *,
         binding_id: str | None = None,
         created_at: datetime | None = None,

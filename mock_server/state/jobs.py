@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mock_server.core import errors
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, JobRun, Page, Subject
 from mock_server.state.identity import Identity
@@ -409,7 +410,9 @@ def _page(runs: list[JobRun], selected: set[str], offset: int, limit: int) -> li
     return page
 
 
-def _command(manifest: dict[str, Any], application_name: str) -> str:
+def _command(manifest: JsonObject, application_name: str) -> str:
     """The command a deployment runs: its build spec's, else a plausible default."""
-    build_spec = (manifest.get("image") or {}).get("build_spec") or {}
-    return build_spec.get("command") or f"python {application_name}.py"
+    image = manifest.get("image")
+    build_spec = image.get("build_spec") if isinstance(image, dict) else None
+    command = build_spec.get("command") if isinstance(build_spec, dict) else None
+    return command if isinstance(command, str) and command else f"python {application_name}.py"

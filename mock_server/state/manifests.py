@@ -11,24 +11,41 @@ nothing.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypeAlias, TypedDict
 
+from mock_server.core.jsonvalue import JsonValue
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.artifacts import Artifacts
 from mock_server.state.entities import (
     AppliedRoleBinding,
     ArtifactVersion,
+    ArtifactVersionManifest,
     Caller,
     SecretGroup,
 )
-from mock_server.state.identity import Identity
-from mock_server.state.secrets import Secrets
+from mock_server.state.identity import Identity, RoleBindingManifest, binding_manifest
+from mock_server.state.secrets import SecretGroupManifest, Secrets
 
 ARTIFACT_KINDS = ("artifact-version", "model-version", "agent-skill")
+
+# A manifest of a kind the world holds (`PUT /apply`), told apart by `type`; and of a kind
+# a delete names (`POST /delete`).
+Manifest: TypeAlias = RoleBindingManifest | SecretGroupManifest | ArtifactVersionManifest
+DeletedManifest: TypeAlias = RoleBindingManifest | SecretGroupManifest
+
+
+class BatchManifest(TypedDict):
+    """A manifest of a batch whose dependency tree is asked, of any kind: only its `type`,
+    `name`, `permissions` and `ml_repo` are read, and the last two only when they are what
+    a role binding's and a version's are."""
+
+    type: str
+    name: NotRequired[str]
+    permissions: NotRequired[JsonValue]
+    ml_repo: NotRequired[JsonValue]
 
 
 @dataclass(frozen=True)
@@ -37,7 +54,7 @@ class Applied:
 
     action: str
     record: AppliedRoleBinding | SecretGroup | ArtifactVersion
-    existing: dict[str, Any] | None
+    existing: Manifest | None
 
 
 @dataclass(frozen=True)
@@ -68,27 +85,26 @@ class Manifests(Area):
         self.trial = trial
 
     @locked
-    def apply(self, caller: Caller, manifest: dict[str, Any], *, dry_run: bool) -> Applied:
+    def apply(self, caller: Caller, manifest: Manifest, *, dry_run: bool) -> Applied:
         """Create or update the record of a manifest (its kind checked by the contract)."""
         if dry_run:
             with self.trial():
                 return self._apply(caller, manifest)
         return self._apply(caller, manifest)
 
-    def _apply(self, caller: Caller, manifest: dict[str, Any]) -> Applied:
-        kind = manifest["type"]
-        if kind == "role-binding":
-            binding, before = self.identity.apply_role_binding(caller, manifest)
+    def _apply(self, caller: Caller, manifest: Manifest) -> Applied:
+        if manifest["type"] == "role-binding":
+            binding, before = self.identity.apply_binding(caller, manifest)
             existing = None if before is None else role_binding_manifest(before)
             return Applied("UPDATE" if before else "CREATE", binding, existing)
-        if kind == "secret-group":
+        if manifest["type"] == "secret-group":
             group, was = self.secrets.apply_group(caller, manifest)
             return Applied("UPDATE" if was else "CREATE", group, was)
         version, replaced = self.artifacts.finalize(caller, manifest)
         return Applied("UPDATE" if replaced else "CREATE", version, replaced)
 
     @locked
-    def delete(self, caller: Caller, manifest: dict[str, Any]) -> None:
+    def delete(self, caller: Caller, manifest: DeletedManifest) -> None:
         """Delete the record a manifest names (by kind and name)."""
         if manifest["type"] == "role-binding":
             self.identity.delete_role_binding(caller, manifest["name"])
@@ -96,7 +112,7 @@ class Manifests(Area):
             self.secrets.delete_group_named(caller, manifest["name"])
 
     @staticmethod
-    def dependency_tree(manifests: list[dict[str, Any]]) -> list[Dependencies]:
+    def dependency_tree(manifests: list[BatchManifest]) -> list[Dependencies]:
         """Each manifest of a batch, with the others of the batch it refers to: a role
         binding needs the resources it grants on, a version its ML repo. A manifest without
         a name is named by its type, as the CLI names it."""
@@ -104,12 +120,14 @@ class Manifests(Area):
         found = []
         for manifest, (type_, name) in zip(manifests, named, strict=True):
             wanted: set[tuple[str, str]] = set()
-            for permission in manifest.get("permissions") or []:
+            permissions = manifest.get("permissions")
+            for permission in permissions if isinstance(permissions, list) else []:
                 if isinstance(permission, dict):
                     fqn = str(permission.get("resourceFqn", ""))
                     wanted.add((str(permission.get("resourceType")), fqn.rpartition(":")[2]))
-            if isinstance(manifest.get("ml_repo"), str):
-                wanted.add(("ml-repo", manifest["ml_repo"]))
+            ml_repo = manifest.get("ml_repo")
+            if isinstance(ml_repo, str):
+                wanted.add(("ml-repo", ml_repo))
             needs = [other for other in named if other != (type_, name) and _matches(other, wanted)]
             found.append(Dependencies(type_, name, needs))
         return found
@@ -121,16 +139,6 @@ def _matches(other: tuple[str, str], wanted: set[tuple[str, str]]) -> bool:
     return (kind, name) in wanted or (kind == "ml-repo" and ("mlf-project", name) in wanted)
 
 
-def role_binding_manifest(binding: AppliedRoleBinding) -> dict[str, Any]:
+def role_binding_manifest(binding: AppliedRoleBinding) -> RoleBindingManifest:
     """An applied role binding's manifest, as it was applied."""
-    return copy.deepcopy(
-        {
-            "type": "role-binding",
-            "name": binding.name,
-            "subjects": [{"type": s.type, "name": s.name} for s in binding.subjects],
-            "permissions": [
-                {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
-                for r, role in binding.permissions
-            ],
-        }
-    )
+    return binding_manifest(binding)

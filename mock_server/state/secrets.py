@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from mock_server.core import errors
 from mock_server.state.area import Area, Ground, locked
@@ -14,6 +14,23 @@ from mock_server.state.identity import Identity, InvalidManifest, reference
 from mock_server.state.sources import iso, world_time
 
 SECRET_REFERENCE_SCHEME = "platform-secret://"
+
+
+class SecretGroupManifestSecret(TypedDict):
+    """A secret of a secret-group manifest: its key and its value."""
+
+    key: str
+    value: str
+
+
+class SecretGroupManifest(TypedDict):
+    """A secret-group manifest (the contract's `SecretGroupManifest`): as `tfy apply` sends
+    it, with its secrets; as the platform shows it, without."""
+
+    type: Literal["secret-group"]
+    name: str
+    integration_fqn: str
+    secrets: NotRequired[list[SecretGroupManifestSecret]]
 
 
 class Secrets(Area):
@@ -122,8 +139,8 @@ class Secrets(Area):
 
     @locked
     def apply_group(
-        self, caller: Caller, manifest: dict[str, Any]
-    ) -> tuple[SecretGroup, dict[str, Any] | None]:
+        self, caller: Caller, manifest: SecretGroupManifest
+    ) -> tuple[SecretGroup, SecretGroupManifest | None]:
         """Create the group of the manifest's name, or bring it to the manifest: its
         integration, and its secrets by key (a new value is a new version of its secret, a
         key no longer given removes its secret). Creating needs write on the tenant, changing
@@ -213,7 +230,7 @@ class Secrets(Area):
         }
 
 
-def group_manifest(group: SecretGroup) -> dict[str, Any]:
+def group_manifest(group: SecretGroup) -> SecretGroupManifest:
     """A group's manifest as the platform shows it: without its secrets' values."""
     return {
         "type": "secret-group",
