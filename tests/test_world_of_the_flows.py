@@ -19,6 +19,7 @@ from mock_server.http.server import BackgroundServer
 from mock_server.proxy.forward import BackgroundProxy, Proxy
 from mock_server.proxy.recording import Recorder
 from mock_server.state import storage
+from mock_server.state.fixture_format import FixtureDocument
 from tests.conftest import CONTROL_PLANE, new_store
 
 BINARY = bytes(range(256)) * 3
@@ -192,7 +193,7 @@ def test_the_live_view_shows_a_versions_status_and_files(api, admin):
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory) -> tuple[dict[str, Any], PlatformMock]:
+def recorded(tmp_path_factory) -> tuple[FixtureDocument, PlatformMock]:
     """A recording of the flows, through the proxy, and the mock loaded from it."""
     target = PlatformMock()
     with BackgroundServer(target) as served:

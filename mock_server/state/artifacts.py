@@ -21,6 +21,7 @@ from typing import Any
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import compiled, violations
 from mock_server.core import errors
+from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import (
     READY,
@@ -438,28 +439,28 @@ class Artifacts(Area):
             self.mark_stage_failure(caller, staged.id)
 
     def dump_version(
-        self, v: ArtifactVersion, files: Callable[[ArtifactVersion], list[Any]]
-    ) -> dict[str, Any]:
+        self, v: ArtifactVersion, files: Callable[[ArtifactVersion], list[written.FileRecord]]
+    ) -> written.ArtifactVersionRecord:
         """A version as its fixture records it (`artifactVersions[]`)."""
-        return {
-            "as": reference(v.created_by),
-            "id": v.id,
-            "artifactId": v.artifact_id,
-            "createdAt": iso(v.created_at),
-            "manifest": copy.deepcopy(v.manifest),
-            "tags": list(v.tags),
-            **({"staged": True} if v.status == "staged" else {}),
-            **({"failed": True} if v.failed else {}),
-            **({"updatedAt": iso(v.updated_at)} if v.updated_at else {}),
-            **({"files": files(v)} if v.files else {}),
-        }
+        return written.artifact_version(
+            v.id,
+            copy.deepcopy(v.manifest),
+            created_by=reference(v.created_by),
+            artifact_id=v.artifact_id,
+            created_at=iso(v.created_at),
+            tags=list(v.tags),
+            staged=v.status == "staged",
+            failed=v.failed,
+            updated_at=iso(v.updated_at) if v.updated_at else None,
+            files=files(v) if v.files else None,
+        )
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> written.FixtureDocument:
         """This area's fixture section `mlRepos` (its versions are the storage's to write,
         with their files)."""
         return {
             "mlRepos": [
-                {"name": name, "id": repo.resource.id, "storageRoot": repo.storage_root}
+                written.ml_repo(name, repo.resource.id, repo.storage_root)
                 for name, repo in self.world.ml_repos.items()
             ],
         }

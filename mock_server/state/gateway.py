@@ -35,6 +35,7 @@ from mock_server.contract.validation import (
     violations,
 )
 from mock_server.core import errors
+from mock_server.state import fixture_format
 from mock_server.state.area import Area, locked
 
 RESPONSE_STATUSES = ("completed", "failed", "in_progress", "incomplete", "queued", "cancelled")
@@ -152,11 +153,16 @@ class Model:
     created: int = 0
 
     def record(self) -> dict[str, Any]:
-        """As the fixture document writes it."""
-        written: dict[str, Any] = {"id": self.id, "type": self.kind, "ownedBy": self.owned_by}
-        if self.kind == "embedding":
-            written["dimensions"] = self.dimensions
-        return {**written, "created": self.created}
+        """As the fixture document writes it (a dict, as the live view shows records)."""
+        return {
+            **fixture_format.model(
+                self.id,
+                self.kind,
+                owned_by=self.owned_by,
+                dimensions=self.dimensions if self.kind == "embedding" else None,
+                created=self.created,
+            )
+        }
 
 
 @dataclass(frozen=True)
@@ -691,16 +697,16 @@ class Gateway(Area):
             input_text=r.get("input"),
         )
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> fixture_format.FixtureDocument:
         """This area's fixture sections: `models`, `modelResponses` (each response complete,
         with its input items) and `scriptedReplies` (the replies not yet used)."""
         world = self.world
-        responses = []
-        for response_id, response in world.model_responses.items():
-            written: dict[str, Any] = {"response": copy.deepcopy(response)}
-            if world.response_inputs.get(response_id):
-                written["input"] = copy.deepcopy(world.response_inputs[response_id])
-            responses.append(written)
+        responses = [
+            fixture_format.model_response(
+                copy.deepcopy(response), copy.deepcopy(world.response_inputs.get(response_id, []))
+            )
+            for response_id, response in world.model_responses.items()
+        ]
         return {
             "models": [model.record() for model in world.models.values()],
             "modelResponses": responses,

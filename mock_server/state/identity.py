@@ -575,7 +575,7 @@ class Identity(Area):
         """A fixture's user by e-mail; the default user when none is named."""
         return self.subject_named("user", email) if email else self.default_user()
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> written.FixtureDocument:
         """This area's fixture sections (`tenant` to `resources`, and `grants`)."""
         world = self.world
         tenant = world.tenant
@@ -586,8 +586,11 @@ class Identity(Area):
         def resources(type_: str) -> list[Resource]:
             return [r for r in world.resources.values() if r.type == type_]
 
+        own = (
+            written.FixtureDocument(tenant=written.tenant(tenant.name, tenant.id)) if tenant else {}
+        )
         return {
-            "tenant": {"name": tenant.name, "id": tenant.id} if tenant else None,
+            **own,
             "users": [written.user(u.name, u.display_name, u.id) for u in subjects("user")],
             "teams": [
                 written.team(t.name, t.id, [world.subjects[("user", m)].name for m in t.members])
@@ -614,18 +617,17 @@ class Identity(Area):
                 if g.binding is None
             ],
             "roleBindings": [
-                {
-                    "name": b.name,
-                    "id": b.id,
-                    "as": reference(b.created_by),
-                    "createdAt": iso(b.created_at),
-                    "updatedAt": iso(b.updated_at),
-                    "subjects": [{"type": s.type, "name": s.name} for s in b.subjects],
-                    "permissions": [
-                        {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
-                        for r, role in b.permissions
+                written.role_binding(
+                    b.name,
+                    binding_id=b.id,
+                    created_by=reference(b.created_by),
+                    created_at=iso(b.created_at),
+                    updated_at=iso(b.updated_at),
+                    subjects=[written.bound_subject(s.type, s.name) for s in b.subjects],
+                    permissions=[
+                        written.permission(r.type, r.fqn, role) for r, role in b.permissions
                     ],
-                }
+                )
                 for b in world.role_bindings.values()
             ],
         }
