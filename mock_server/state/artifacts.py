@@ -400,11 +400,13 @@ class Artifacts(Area):
         }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
-    def load_ml_repo(self, r: dict[str, Any]) -> None:
+    def load_ml_repo(self, r: written.MlRepoRecord) -> None:
         self.add_ml_repo(r["name"], storage_root=r.get("storageRoot"), repo_id=r.get("id"))
 
     def load_version(
-        self, r: dict[str, Any], put_files: Callable[[ArtifactVersion, list[Any]], None]
+        self,
+        r: written.ArtifactVersionRecord,
+        put_files: Callable[[ArtifactVersion, list[written.FileRecord]], None],
     ) -> None:
         """A version of a fixture, through the front door: its manifest checked as the API
         checks a staging request, staged, its files uploaded (`put_files`), finalised unless

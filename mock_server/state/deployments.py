@@ -258,7 +258,9 @@ class Deployments(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_application(self, r: dict[str, Any]) -> None:
+    def load_application(
+        self, r: written.ApplicationRecord | written.GeneratedApplications
+    ) -> None:
         identity = self.identity
         if "generate" in r:
             self.generate_applications(

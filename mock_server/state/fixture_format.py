@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NotRequired, TypedDict, cast
+from typing import NotRequired, TypedDict, cast, final
 
 from mock_server.core.jsonvalue import JsonObject
 
@@ -295,6 +295,24 @@ def deployment(
     return record
 
 
+@final  # told apart from the other forms of its place by its keys
+class GeneratedRecord(TypedDict):
+    """`generate N` realistic records in place of records given one by one (of runs, of
+    model responses)."""
+
+    generate: int
+
+
+@final  # told apart from the other forms of its place by its keys
+class GeneratedApplications(TypedDict):
+    """`generate N` realistic applications in a workspace, created by a user."""
+
+    generate: int
+    workspace: str
+    createdBy: NotRequired[str]
+
+
+@final  # told apart from the other forms of its place by its keys
 class RunRecord(TypedDict):
     id: NotRequired[str]
     name: NotRequired[str]
@@ -364,7 +382,11 @@ def run(
     }
 
 
+@final  # told apart from the other forms of its place by its keys
 class ApplicationRecord(TypedDict):
+    """An application as written (a fixture may also give `generate` entries among its
+    runs, which `Jobs.load_runs` reads)."""
+
     name: str
     id: NotRequired[str]
     type: str
@@ -416,11 +438,13 @@ def application(
     }
 
 
+@final  # told apart from the other forms of its place by its keys
 class TextFileRecord(TypedDict):
     path: str
     text: str
 
 
+@final  # told apart from the other forms of its place by its keys
 class Base64FileRecord(TypedDict):
     path: str
     base64: str
@@ -431,6 +455,13 @@ FileRecord = TextFileRecord | Base64FileRecord
 # What a file written as text may not hold: controls other than line breaks and tabs, and
 # lone surrogates.
 _BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+def file_content(record: FileRecord) -> bytes:
+    """The bytes a file record holds (the reader beside the writer, `file`)."""
+    if "text" in record:
+        return record["text"].encode()
+    return base64.b64decode(record["base64"], validate=True)
 
 
 def file(path: str, data: bytes) -> FileRecord:
@@ -579,9 +610,28 @@ def model(
     return record
 
 
+@final  # told apart from the other forms of its place by its keys
 class ModelResponseRecord(TypedDict):
     response: JsonObject
     input: NotRequired[list[JsonObject]]
+
+
+@final  # told apart from the other forms of its place by its keys
+class DescribedResponseRecord(TypedDict):
+    """A response described by its fields, made complete by the mock."""
+
+    id: str
+    model: NotRequired[str]
+    provider: NotRequired[str]
+    status: NotRequired[str]
+    text: NotRequired[str]
+    instructions: NotRequired[str]
+    user: NotRequired[str]
+    metadata: NotRequired[dict[str, str]]
+    maxOutputTokens: NotRequired[int]
+    temperature: NotRequired[float]
+    previousResponseId: NotRequired[str]
+    input: NotRequired[str]  # the user's message it answered
 
 
 def model_response(response: JsonObject, inputs: list[JsonObject]) -> ModelResponseRecord:

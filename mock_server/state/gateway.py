@@ -35,6 +35,7 @@ from mock_server.contract.validation import (
     violations,
 )
 from mock_server.core import errors
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.state import fixture_format
 from mock_server.state.area import Area, locked
 
@@ -659,10 +660,10 @@ class Gateway(Area):
         }
 
     # -- fixtures: this area's sections, read and written side by side -------------------
-    def load_script(self, record: dict[str, Any]) -> None:
+    def load_script(self, record: JsonObject) -> None:
         self.add_script(record)
 
-    def load_model(self, m: dict[str, Any]) -> None:
+    def load_model(self, m: fixture_format.ModelRecord) -> None:
         self.add_model(
             m["id"],
             m.get("type", "chat"),
@@ -671,7 +672,12 @@ class Gateway(Area):
             m.get("created"),
         )
 
-    def load_response(self, r: dict[str, Any]) -> None:
+    def load_response(
+        self,
+        r: fixture_format.ModelResponseRecord
+        | fixture_format.GeneratedRecord
+        | fixture_format.DescribedResponseRecord,
+    ) -> None:
         if "response" in r:
             problems = violations(response_schema(), r["response"], "response")
             if problems:

@@ -512,7 +512,7 @@ class Identity(Area):
         }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
-    def load_tenant(self, tenant: str | dict[str, Any]) -> None:
+    def load_tenant(self, tenant: str | written.TenantRecord) -> None:
         name, tenant_id = (
             (tenant, None) if isinstance(tenant, str) else (tenant["name"], tenant.get("id"))
         )
@@ -527,44 +527,48 @@ class Identity(Area):
                 "may restate it, not change it"
             )
 
-    def load_user(self, r: dict[str, Any]) -> None:
+    def load_user(self, r: written.UserRecord) -> None:
         self.add_subject(
             "user", r["email"], display_name=r.get("displayName"), subject_id=r.get("id")
         )
 
-    def load_team(self, r: dict[str, Any]) -> None:
+    def load_team(self, r: written.TeamRecord) -> None:
         self.add_subject("team", r["name"], subject_id=r.get("id"), members=r.get("members", []))
 
-    def load_virtual_account(self, r: dict[str, Any]) -> None:
+    def load_virtual_account(self, r: written.NamedRecord) -> None:
         self.add_subject("virtualaccount", r["name"], subject_id=r.get("id"))
 
-    def load_agent(self, r: dict[str, Any]) -> None:
+    def load_agent(self, r: written.NamedRecord) -> None:
         self.add_subject("agent", r["name"], subject_id=r.get("id"))
 
-    def load_cluster(self, r: dict[str, Any]) -> None:
+    def load_cluster(self, r: written.NamedRecord) -> None:
         self.add_resource("cluster", r["name"], fqn=r["name"], resource_id=r.get("id"))
 
-    def load_workspace(self, r: dict[str, Any]) -> None:
+    def load_workspace(self, r: written.WorkspaceRecord) -> None:
         cluster = self.resource_named("cluster", r["cluster"])
         self.add_resource(
             "workspace", r["name"], fqn=f"{cluster.fqn}:{r['name']}", resource_id=r.get("id")
         )
 
-    def load_resource(self, r: dict[str, Any]) -> None:
+    def load_resource(self, r: written.ResourceRecord) -> None:
         self.add_resource(r["type"], r["name"], fqn=r.get("fqn"), resource_id=r.get("id"))
 
-    def load_grant(self, r: dict[str, Any]) -> None:
+    def load_grant(self, r: written.GrantRecord) -> None:
         subject = self.subject_named(*_split_reference(r["subject"]))
         resource = self.resource_named(*_split_reference(r["resource"]))
         self.add_grant(subject, r["role"], resource)
 
-    def load_role_binding(self, r: dict[str, Any]) -> None:
+    def load_role_binding(self, r: written.RoleBindingRecord) -> None:
         """An applied role binding, applied again as its creator (`as`)."""
         caller = self.subject_by_reference(r.get("as")).caller()
-        manifest = {k: r[k] for k in ("name", "subjects", "permissions")}
         binding, _ = self.apply_role_binding(
             caller,
-            manifest,
+            {  # the manifest as the API applies it
+                "type": "role-binding",
+                "name": r["name"],
+                "subjects": r["subjects"],
+                "permissions": r["permissions"],
+            },
             binding_id=r.get("id"),
             created_at=world_time(r["createdAt"]) if r.get("createdAt") else None,
         )

@@ -14,6 +14,7 @@ fixtures stay as they are until terminated.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -316,7 +317,11 @@ class Jobs(Area):
 
     # -- fixtures: a job's runs, read and written side by side (inside `applications`) ----
     @locked
-    def load_runs(self, application: Application, records: list[dict[str, Any]]) -> None:
+    def load_runs(
+        self,
+        application: Application,
+        records: Sequence[written.RunRecord | written.GeneratedRecord],
+    ) -> None:
         # A job may have 100,000 runs by a few users, of a few deployment versions: what
         # each run would look up again is looked up once.
         users: dict[str | None, Subject] = {}

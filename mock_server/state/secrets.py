@@ -172,7 +172,7 @@ class Secrets(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_group(self, r: dict[str, Any]) -> None:
+    def load_group(self, r: written.SecretGroupRecord) -> None:
         integration = r["integration"]
         created_at = r.get("createdAt")
         group = self.add_group(

@@ -17,7 +17,6 @@ or part refers to any longer is dropped.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import re
@@ -426,10 +425,10 @@ class Storage(Area):
         return listed[offset : offset + limit], offset + limit < len(listed)
 
     # -- fixtures: a version's files, read and written with its record ----------------------
-    def load_files(self, version: ArtifactVersion, records: list[dict[str, Any]]) -> None:
+    def load_files(self, version: ArtifactVersion, records: list[written.FileRecord]) -> None:
         """A fixture's files of a staged version, through the budget as an upload is."""
         for record in records:
-            data = _file_content(record)
+            data = written.file_content(record)
             asked = self._signed(version.id, _checked_path(record["path"]), WRITE)
             reservation = self.reserve(asked, len(data))
             try:
@@ -501,9 +500,3 @@ def _not_ready(version: ArtifactVersion) -> ArtifactVersionNotReady:
         f"Artifact version {version.fqn} ({version.id}) is {version.status}, not finalised: "
         "its files cannot be read yet"
     )
-
-
-def _file_content(record: dict[str, Any]) -> bytes:
-    if "text" in record:
-        return str(record["text"]).encode()
-    return base64.b64decode(record["base64"], validate=True)

@@ -175,7 +175,7 @@ class Tokens(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_token(self, r: dict[str, Any]) -> None:
+    def load_token(self, r: written.TokenRecord) -> None:
         caller = self.identity.subject_by_reference(r["owner"]).caller()
         created_at, last_accessed_at = r.get("createdAt"), r.get("lastAccessedAt")
         issued = self.get_or_create(
