@@ -164,7 +164,9 @@ def test_a_fixture_run_that_cannot_move_is_refused():
             "moving": True,
         }
     ]
-    trainer = {**document["applications"][0], "runs": runs}
+    applications = document["applications"]
+    assert isinstance(applications, list) and isinstance(applications[0], dict)
+    trainer = {**applications[0], "runs": runs}
     data = {**document, "applications": [trainer]}
     with pytest.raises(fixtures.FixtureError, match="does not move"):
         new_store(0, [fixtures.check(data, "world")])
