@@ -5,8 +5,9 @@ Every writer of fixture documents writes through here: the state areas' dumps (`
 each area's `dump`) and the recording of a world seen through the proxy
 (`mock_server.proxy.recording`), so a record of a kind has one order of keys and one rule
 for what it leaves out, whoever writes it (`tests/test_fixture_format.py` fails on a second
-writer). What a loader reads is declared by the fixture schema
-(`mock_server/fixtures/schema.yaml`) and read by each area's `loaders`.
+writer). The same records are what each area's `load_*` reads, once the fixture schema
+(`mock_server/fixtures/schema.yaml`) has checked them; the forms only a fixture gives
+(`generate N`, a response described by its fields) are records here too.
 
 A writer leaves out an optional field given as None: a dump gives every field it has, a
 recording only what an answer showed.
