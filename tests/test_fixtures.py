@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -274,7 +275,7 @@ def test_without_default_fixtures_the_world_is_only_the_given_files(tmp_path: Pa
     assert mock.store.identity.find_subject("user", "alice@acme.example") is None
 
 
-def reloaded(document: dict, seed: int = 5) -> Store:
+def reloaded(document: Mapping[str, object], seed: int = 5) -> Store:
     """A store built from nothing but a dumped document (through JSON, as over HTTP)."""
     return new_store(seed, [check(json.loads(json.dumps(document)), "dump.json")])
 

@@ -30,7 +30,16 @@ SOURCE_STATUSES = (
     "TERMINATED",
     "UNKNOWN",
 )
-STATUSES = tuple(contract.component(contract.CONTROL_PLANE_SPEC, "JobRunStatus")["enum"])
+
+
+def _statuses() -> tuple[str, ...]:
+    """The statuses of a run, as the contract lists them."""
+    listed = contract.component(contract.CONTROL_PLANE_SPEC, "JobRunStatus")["enum"]
+    assert isinstance(listed, list)
+    return tuple(map(str, listed))
+
+
+STATUSES = _statuses()
 BOB = "bob@acme.example"  # a user's slug is the e-mail, the triggeredBy filter takes it
 
 # The fields the platform's clients require on every run (decisions doc, section 7).

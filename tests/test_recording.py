@@ -24,6 +24,7 @@ from mock_server.http.server import BackgroundServer
 from mock_server.proxy.forward import BackgroundProxy, Proxy
 from mock_server.proxy.recording import LEARNERS, Recorder, RecordingRefused
 from mock_server.pytest_plugin import ssl_context
+from mock_server.state.fixture_format import FixtureDocument
 from tests.conftest import CONTROL_PLANE
 
 SECRET_VALUES = ("sk-mock-1", "sk-mock-2", "hf-mock-1", "hunter2")
@@ -200,7 +201,7 @@ def test_what_no_answer_showed_is_not_made_up(recording: Recording):
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory) -> tuple[dict[str, Any], list[str], PlatformMock]:
+def written(tmp_path_factory) -> tuple[FixtureDocument, list[str], PlatformMock]:
     """A recording of staging, tagging and failing versions, by a caller whose role bindings
     were never asked for: the document, its notes, and the mock loaded from it."""
     target = PlatformMock()

@@ -19,6 +19,7 @@ from mock_server.http.server import BackgroundServer
 from mock_server.proxy.forward import BackgroundProxy, Proxy
 from mock_server.proxy.recording import Recorder
 from mock_server.state import storage
+from mock_server.state.fixture_format import FixtureDocument
 from tests.conftest import CONTROL_PLANE, new_store
 
 BINARY = bytes(range(256)) * 3
@@ -163,7 +164,9 @@ def test_a_fixture_run_that_cannot_move_is_refused():
             "moving": True,
         }
     ]
-    trainer = {**document["applications"][0], "runs": runs}
+    applications = document["applications"]
+    assert isinstance(applications, list) and isinstance(applications[0], dict)
+    trainer = {**applications[0], "runs": runs}
     data = {**document, "applications": [trainer]}
     with pytest.raises(fixtures.FixtureError, match="does not move"):
         new_store(0, [fixtures.check(data, "world")])
@@ -192,7 +195,7 @@ def test_the_live_view_shows_a_versions_status_and_files(api, admin):
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory) -> tuple[dict[str, Any], PlatformMock]:
+def recorded(tmp_path_factory) -> tuple[FixtureDocument, PlatformMock]:
     """A recording of the flows, through the proxy, and the mock loaded from it."""
     target = PlatformMock()
     with BackgroundServer(target) as served:

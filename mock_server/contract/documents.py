@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from mock_server.core import start_cache
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.core.resources import package_file
 
 CONTROL_PLANE_SPEC = "control-plane.yaml"
@@ -105,7 +106,7 @@ def as_text(value: Any) -> str:
 
 
 @cache
-def _parsed(name: str) -> tuple[dict[str, Any], bytes | None]:
+def _parsed(name: str) -> tuple[JsonObject, bytes | None]:
     """A document as parsed, and as JSON when JSON holds it (`core.start_cache`)."""
     parsed, data = start_cache.yaml_document(package_file("spec") / name)
     return parsed, data
@@ -113,9 +114,10 @@ def _parsed(name: str) -> tuple[dict[str, Any], bytes | None]:
 
 def spec(name: str) -> dict[str, Any]:
     """A spec document, parsed once per process; each caller gets its own copy (Connexion
-    fills defaults into the document it is given)."""
+    fills defaults into the document it is given). Its readers walk it as OpenAPI says it
+    is, without a check at each step: a document of the contract, not a caller's JSON."""
     parsed, data = _parsed(name)
-    copied: dict[str, Any] = orjson.loads(data) if data is not None else copy.deepcopy(parsed)
+    copied: JsonObject = orjson.loads(data) if data is not None else copy.deepcopy(parsed)
     return copied
 
 
@@ -127,16 +129,19 @@ def _resolved_spec(name: str) -> dict[str, Any]:
 
 
 @cache
-def component(name: str, schema: str) -> dict[str, Any]:
+def component(name: str, schema: str) -> JsonObject:
     """A component schema of a spec document, every `$ref` in it resolved (made once)."""
-    found: dict[str, Any] = _resolved_spec(name)["components"]["schemas"][schema]
+    found: JsonObject = _resolved_spec(name)["components"]["schemas"][schema]
     return found
 
 
-def _enum(schema: dict[str, Any]) -> tuple[str, ...]:
+def _enum(schema: JsonObject) -> tuple[str, ...]:
     """The values a parameter of this schema may take, if they are a closed set of strings."""
-    values = schema.get("items", {}).get("enum") if schema.get("type") == "array" else None
-    return tuple(map(str, values or schema.get("enum") or ()))
+    items = schema.get("items")
+    array = schema.get("type") == "array"
+    values = items.get("enum") if array and isinstance(items, dict) else None
+    listed = values or schema.get("enum") or ()
+    return tuple(map(str, listed)) if isinstance(listed, list | tuple) else ()
 
 
 def _operations_of(name: str) -> Iterator[Operation]:
@@ -190,11 +195,11 @@ def operations() -> dict[str, Operation]:
 WORKFLOW = "x-workflow"  # the extension naming the workflow a link of the spec belongs to
 
 
-def workflows() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+def workflows() -> dict[str, dict[tuple[str, str], JsonObject]]:
     """The control plane's links, by the workflow each names (`x-workflow`): workflow ->
     (operationId, status) -> links by name, without the extension. A sequence of calls worth
     checking is written in the contract as such a link; the fuzzing runs each workflow."""
-    found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    found: dict[str, dict[tuple[str, str], JsonObject]] = {}
     for methods in _resolved_spec(CONTROL_PLANE_SPEC)["paths"].values():
         for definition in methods.values():
             for status, response in definition["responses"].items():

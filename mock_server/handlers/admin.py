@@ -18,6 +18,7 @@ from mock_server.handlers.context import mock
 from mock_server.handlers.operation import operation
 from mock_server.services.faults import FaultRefused
 from mock_server.services.journal import Entry
+from mock_server.state.fixture_format import FixtureDocument
 from mock_server.view import browse, shown
 
 
@@ -128,7 +129,7 @@ def mint_token(body: TokenBody | None = None) -> Minted:
 
 
 @operation("adminGetState")
-def get_state() -> dict[str, Any]:
+def get_state() -> FixtureDocument:
     return fixtures.dump(mock().store)
 
 

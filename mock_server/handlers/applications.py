@@ -31,7 +31,7 @@ class ApplicationWorkspaceRecord(TypedDict):
     clusterId: str
 
 
-class ApplicationRecord(TypedDict):
+class WireApplication(TypedDict):
     """The contract's `Application`, with its active deployment and its workspace."""
 
     id: str
@@ -51,7 +51,7 @@ class ApplicationRecord(TypedDict):
     updatedAt: str
     autopilot: JsonObject
     createdBy: str
-    deployment: render.DeploymentRecord
+    deployment: render.WireDeployment
     activeDeploymentId: str
     lastDeploymentId: str
     workspace: ApplicationWorkspaceRecord
@@ -80,11 +80,11 @@ def ids_of_fqn(type_: str, *, fqn: str) -> FqnIdsRecord:
     client_model="truefoundry_sdk.types:GetApplicationResponse",
     client_extras=frozenset({"data.workspace"}),
 )
-def get_application(id_: str) -> render.DataRecord[ApplicationRecord]:
+def get_application(id_: str) -> render.DataRecord[WireApplication]:
     return {"data": application_record(store().deployments.get_application(caller(), id_))}
 
 
-def application_record(application: Application) -> ApplicationRecord:
+def application_record(application: Application) -> WireApplication:
     """An application with its active deployment, as the SDK's `Application` reads it, and
     its workspace as the platform's CLI reads it (its `Application` requires one)."""
     world = store().world

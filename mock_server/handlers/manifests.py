@@ -66,7 +66,7 @@ class _SecretTimes(TypedDict, total=False):
     updatedAt: str
 
 
-class SecretRecord(TypedDict):
+class WireSecret(TypedDict):
     """The contract's `Secret`, without its value; its times only when it has a version."""
 
     id: str
@@ -84,7 +84,7 @@ class SecretGroupRecord(TypedDict):
     fqn: str
     tenantName: str
     createdBySubject: render.SubjectReferenceRecord
-    associatedSecrets: list[SecretRecord]
+    associatedSecrets: list[WireSecret]
     manifest: SecretGroupManifest
     accountId: str
     createdAt: str

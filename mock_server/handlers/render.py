@@ -126,7 +126,7 @@ class DeploymentBuildRecord(TypedDict):
     status: str
 
 
-class DeploymentRecord(TypedDict):
+class WireDeployment(TypedDict):
     """The contract's `Deployment`, its manifest as applied."""
 
     manifest: JsonObject
@@ -222,7 +222,7 @@ class RoleWithResourceRecord(TypedDict):
     roleName: str
 
 
-class TokenRecord(TypedDict):
+class WireToken(TypedDict):
     """The contract's `PersonalAccessToken`."""
 
     id: str
@@ -247,7 +247,7 @@ class TokenRecord(TypedDict):
 class IssuedTokenRecord(TypedDict):
     """The contract's `PersonalAccessTokenResponse`."""
 
-    data: TokenRecord
+    data: WireToken
     token: str
     created: bool
 
@@ -308,7 +308,7 @@ def application(app: Application) -> DeploymentApplicationRecord:
     }
 
 
-def deployment(item: Deployment) -> DeploymentRecord:
+def deployment(item: Deployment) -> WireDeployment:
     created = iso(item.created_at)
     status: DeploymentStatusRecord = {
         "id": item.status_id,
@@ -376,7 +376,7 @@ def role_binding(binding: RoleBinding) -> RoleBindingManifest:
     return binding_manifest(binding)
 
 
-def token_record(issued: IssuedToken) -> TokenRecord:
+def token_record(issued: IssuedToken) -> WireToken:
     """The token as the API shows it. A token acts with its owner's grants, so the
     permissions and roles are those the owner holds now, not at creation."""
     token, grants = issued.token, issued.grants

@@ -27,7 +27,7 @@ class SecretDeploymentsRequest(TypedDict):
 )
 def list_deployments(
     body: SecretDeploymentsRequest, *, limit: int, offset: int
-) -> render.PageRecord[render.DeploymentRecord]:
+) -> render.PageRecord[render.WireDeployment]:
     # limit and offset: Connexion fills in the spec's defaults.
     page = store().deployments.active_for_secrets(
         caller(), body["secretIds"], limit=limit, offset=offset

@@ -67,14 +67,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import yaml
 
 from mock_server.core import escape
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.core.masking import HIDDEN, SECRET_REFERENCE, masked, masked_text
 from mock_server.state import fixture_format
 from mock_server.state.entities import SUBJECT_TYPES
+from mock_server.state.fixture_format import BoundSubjectRecord, FixtureDocument, RunRecord
 from mock_server.state.identity import RESOURCE_TYPES
 from mock_server.state.jobs import ENDED, NEXT_STATUS
 
@@ -119,6 +121,75 @@ class TokenClaims:
         return f"{self.subject_type}:{self.name}"
 
 
+# What the answers showed of each entity, until the document is written: the records whose
+# fields arrive one answer at a time are kept as the fields seen, and written whole by the
+# fixture format's writers (`mock_server.state.fixture_format`) with the document.
+
+
+class _Subject(TypedDict, total=False):
+    id: str
+    displayName: str
+
+
+class _Workspace(TypedDict):
+    cluster: str
+    id: NotRequired[str]
+
+
+class _Resource(TypedDict):
+    fqn: str
+    id: NotRequired[str]
+
+
+class _SecretGroup(TypedDict):
+    secrets: dict[str, str | None]  # key -> id, when an answer showed it
+    id: NotRequired[str]
+    integration: NotRequired[str | None]
+
+
+class _Repo(TypedDict, total=False):
+    id: str
+    storageRoot: str
+
+
+class _Model(TypedDict, total=False):
+    type: str
+    dimensions: int
+    ownedBy: str
+    created: int
+
+
+class _Permission(TypedDict):
+    resource: str  # `type:name`, as a grant names it
+    resourceType: str
+    resourceFqn: str
+    role: str
+
+
+@dataclass
+class _Binding:
+    name: str
+    subjects: list[BoundSubjectRecord]
+    permissions: list[_Permission]
+    id: str | None = None
+    created_by: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass
+class _Version:
+    id: str
+    manifest: JsonObject
+    artifact_id: str | None = None
+    created_by: str | None = None
+    tags: list[str] = field(default_factory=list)
+    staged: bool = False  # until an answer shows it finalised
+    failed: bool = False
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
 @dataclass
 class _Application:
     id: str
@@ -128,8 +199,9 @@ class _Application:
     application_set_id: str | None = None
     created_by: str | None = None
     active_version: int | None = None
-    deployments: dict[int, dict[str, Any]] = field(default_factory=dict)
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    deployments: dict[int, fixture_format.DeploymentRecord] = field(default_factory=dict)
+    deployment_ids: dict[int, str] = field(default_factory=dict)  # of versions seen by runs
+    runs: dict[str, RunRecord] = field(default_factory=dict)
 
 
 @dataclass
@@ -137,24 +209,24 @@ class _World:
     tenant: str | None = None
     tenant_id: str | None = None
     # Subjects by (type, name): their id and display name when known.
-    subjects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    subjects: dict[tuple[str, str], _Subject] = field(default_factory=dict)
     members: dict[str, list[str]] = field(default_factory=dict)  # team -> user e-mails
     clusters: dict[str, str | None] = field(default_factory=dict)
-    workspaces: dict[str, dict[str, Any]] = field(default_factory=dict)
-    resources: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # secret groups by name
-    repos: dict[str, dict[str, Any]] = field(default_factory=dict)  # ML repos by name
+    workspaces: dict[str, _Workspace] = field(default_factory=dict)
+    resources: dict[tuple[str, str], _Resource] = field(default_factory=dict)
+    groups: dict[str, _SecretGroup] = field(default_factory=dict)  # secret groups by name
+    repos: dict[str, _Repo] = field(default_factory=dict)  # ML repos by name
     grants: dict[tuple[str, str, str], None] = field(default_factory=dict)  # an ordered set
     bound: set[str] = field(default_factory=set)  # subjects whose role bindings were read
     session_roles: dict[str, list[str]] = field(default_factory=dict)  # subject -> roles
     access: dict[tuple[str, str, str], None] = field(default_factory=dict)  # what answers proved
     applications: dict[str, _Application] = field(default_factory=dict)
-    versions: dict[str, dict[str, Any]] = field(default_factory=dict)  # artifact versions by id
-    role_bindings: dict[str, dict[str, Any]] = field(default_factory=dict)  # applied, by name
-    tokens: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    responses: dict[str, dict[str, Any]] = field(default_factory=dict)
-    inputs: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # by response
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # the gateway's, by id
+    versions: dict[str, _Version] = field(default_factory=dict)  # artifact versions by id
+    role_bindings: dict[str, _Binding] = field(default_factory=dict)  # applied, by name
+    tokens: dict[tuple[str, str], fixture_format.TokenRecord] = field(default_factory=dict)
+    responses: dict[str, JsonObject] = field(default_factory=dict)
+    inputs: dict[str, dict[str, JsonObject]] = field(default_factory=dict)  # by response
+    models: dict[str, _Model] = field(default_factory=dict)  # the gateway's, by id
     first_user: str | None = None
 
 
@@ -195,7 +267,7 @@ class Recorder:
             with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError, IndexError):
                 learn(world, path_params, single, body, answer, caller)
 
-    def document(self) -> tuple[dict[str, Any], list[str]]:
+    def document(self) -> tuple[FixtureDocument, list[str]]:
         """The fixture document of the world recorded, and the placeholders and inferred
         grants it holds (one line each, for its header)."""
         with self._lock:
@@ -204,8 +276,8 @@ class Recorder:
     def write(self, path: str | os.PathLike[str]) -> Path:
         """Write the fixture document to a YAML file (whole, or not at all); RecordingRefused
         if the text would not read back as the document."""
-        document, notes = self.document()
-        document = masked(document)
+        unmasked, notes = self.document()
+        document: FixtureDocument = masked(unmasked)
         text = written(document, notes)
         try:
             read = yaml.safe_load(text)
@@ -250,7 +322,7 @@ def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _string)
 
 
-def written(document: dict[str, Any], notes: list[str]) -> str:
+def written(document: FixtureDocument, notes: list[str]) -> str:
     """The text of a recording: its header, each note escaped and masked as a line of text,
     then the document. Every line is escaped as a text (`escape.lines`): a character the
     rule escapes can only be in a double-quoted string (`_Dumper`), where its visible escape
@@ -268,10 +340,11 @@ def written(document: dict[str, Any], notes: list[str]) -> str:
     return escape.lines("\n".join(header) + "\n" + body)
 
 
-def _differing(read: Any, document: dict[str, Any]) -> list[str]:
+def _differing(read: object, document: FixtureDocument) -> list[str]:
     if not isinstance(read, dict):
         return ["(the whole document)"]
-    return [key for key in dict.fromkeys([*document, *read]) if read.get(key) != document.get(key)]
+    sections: dict[str, object] = {**document}
+    return [key for key in dict.fromkeys([*sections, *read]) if read.get(key) != sections.get(key)]
 
 
 # -- learning, per operation ---------------------------------------------------------------
@@ -295,7 +368,7 @@ def _subject(
         return None
     if type_ != "user" and not NAME.fullmatch(name):
         return None
-    known = world.subjects.setdefault((type_, name), {})
+    known = world.subjects.setdefault((type_, name), _Subject())
     if isinstance(subject_id, str) and subject_id:
         known["id"] = subject_id
     if isinstance(display, str) and display:
@@ -380,23 +453,23 @@ def _resource(world: _World, type_: str, fqn: Any, resource_id: Any = None) -> s
         if len(parts) != 2 or not NAME.fullmatch(parts[0]):
             return None
         world.clusters.setdefault(parts[0], None)
-        known = world.workspaces.setdefault(name, {"cluster": parts[0]})
+        workspace = world.workspaces.setdefault(name, _Workspace(cluster=parts[0]))
         if rid:
-            known["id"] = rid
+            workspace["id"] = rid
     elif type_ == "secret-group":
-        known = world.groups.setdefault(name, {"secrets": {}})
+        group = world.groups.setdefault(name, _SecretGroup(secrets={}))
         if rid:
-            known["id"] = rid
+            group["id"] = rid
     elif type_ == "mlf-project":
-        known = world.repos.setdefault(name, {})
+        repo = world.repos.setdefault(name, _Repo())
         if rid:
-            known["id"] = rid
+            repo["id"] = rid
     elif type_ == "agent":
         return _subject(world, "agent", name, rid) and f"agent:{name}"
     elif type_ in OTHER_RESOURCES:
-        known = world.resources.setdefault((type_, name), {"fqn": fqn})
+        resource = world.resources.setdefault((type_, name), _Resource(fqn=fqn))
         if rid:
-            known["id"] = rid
+            resource["id"] = rid
     else:
         return None
     return f"{type_}:{name}"
@@ -461,26 +534,31 @@ def _learn_job_runs(
         world.access[(caller.reference, "read", f"job:{job.id}")] = None
 
 
-def _run_seen(world: _World, job: _Application, run: dict[str, Any]) -> None:
+def _run_seen(world: _World, job: _Application, run: Any) -> None:
     job.name = job.name or run.get("applicationName")
     _tenant(world, run.get("tenantName"))
     version = int(run["deploymentVersion"])
-    known = job.deployments.setdefault(version, {})
     if run.get("deploymentId"):
-        known["id"] = run["deploymentId"]
-    record: dict[str, Any] = {"id": run["id"], "name": run["name"], "status": run["status"]}
-    record["createdAt"] = _iso(run["createdAt"])
+        job.deployment_ids[version] = run["deploymentId"]
+    seconds = None
     if run["status"] in ENDED:
         duration = run.get("duration")
-        record["durationSeconds"] = duration / 1000 if isinstance(duration, int | float) else 0
+        seconds = duration / 1000 if isinstance(duration, int | float) else 0
     triggered = run.get("triggeredBySubject") or {}
-    if _subject_reference(world, triggered) and triggered.get("subjectType") == "user":
-        record["triggeredBy"] = triggered["subjectSlug"]
-    record["version"] = version
-    for name in ("command", "totalRetries", "exitCode", "error"):
-        if run.get(name) is not None:
-            record[name] = run[name]
-    job.runs[run["id"]] = record
+    by_user = _subject_reference(world, triggered) and triggered.get("subjectType") == "user"
+    job.runs[run["id"]] = fixture_format.run(
+        run["id"],
+        run["name"],
+        run["status"],
+        _iso(run["createdAt"]),
+        version=version,
+        triggered_by=triggered["subjectSlug"] if by_user else None,
+        command=run.get("command"),
+        total_retries=run.get("totalRetries"),
+        duration_seconds=seconds,
+        exit_code=run.get("exitCode"),
+        error=run.get("error"),
+    )
 
 
 def _secret_fqns(manifest: Any) -> set[str]:
@@ -513,7 +591,7 @@ def _secret(world: _World, fqn: str, secret_id: str | None = None) -> str | None
         or not re.fullmatch(r"[A-Za-z_]\w*", parts[-1])
     ):
         return None
-    group = world.groups.setdefault(parts[-2], {"secrets": {}})
+    group = world.groups.setdefault(parts[-2], _SecretGroup(secrets={}))
     secrets = group["secrets"]
     if secret_id or parts[-1] not in secrets:
         secrets[parts[-1]] = secret_id or secrets.get(parts[-1])
@@ -539,7 +617,7 @@ def _learn_secret_deployments(
                 world.access[(caller.reference, "read", f"secret-group:{group}")] = None
 
 
-def _deployment_seen(world: _World, deployment: dict[str, Any]) -> set[str]:
+def _deployment_seen(world: _World, deployment: Any) -> set[str]:
     """A deployment an answer shows in full, with its application; the secrets it names."""
     application = deployment["application"]
     app = _application(world, application["id"])
@@ -547,7 +625,7 @@ def _deployment_seen(world: _World, deployment: dict[str, Any]) -> set[str]:
     fqn = str(application.get("fqn", "")).split(":")
     if len(fqn) >= 3 and NAME.fullmatch(fqn[-3]) and NAME.fullmatch(fqn[-2]):
         world.clusters.setdefault(fqn[-3], None)
-        known = world.workspaces.setdefault(fqn[-2], {"cluster": fqn[-3]})
+        known = world.workspaces.setdefault(fqn[-2], _Workspace(cluster=fqn[-3]))
         if application.get("workspaceId"):
             known["id"] = application["workspaceId"]
         app.workspace = fqn[-2]
@@ -557,12 +635,9 @@ def _deployment_seen(world: _World, deployment: dict[str, Any]) -> set[str]:
     if creator and creator.startswith("user:"):
         app.created_by = creator.removeprefix("user:")
     manifest = deployment["manifest"]
-    app.deployments[int(deployment["version"])] = {
-        "manifest": manifest,
-        "id": deployment["id"],
-        "statusId": deployment.get("currentStatusId"),
-        "createdAt": deployment.get("createdAt"),
-    }
+    app.deployments[int(deployment["version"])] = fixture_format.deployment(
+        manifest, deployment["id"], deployment.get("currentStatusId"), deployment.get("createdAt")
+    )
     fqns = _secret_fqns(manifest)
     for secret_fqn in fqns:
         _secret(world, secret_fqn)
@@ -614,8 +689,8 @@ def _learn_input_items(
 
 
 def _model_seen(world: _World, model: Any) -> None:
-    known = world.models.setdefault(model["id"], {"id": model["id"]})
-    known.update(ownedBy=model["owned_by"], created=model["created"])
+    known = world.models.setdefault(model["id"], _Model())
+    known["ownedBy"], known["created"] = model["owned_by"], model["created"]
 
 
 def _learn_models(
@@ -651,7 +726,7 @@ def _learn_embedding_model(
 ) -> None:
     """An embedding answered shows that its model embeds, and (unless the request asked for
     fewer) the model's dimension."""
-    known = world.models.setdefault(answer["model"], {"id": answer["model"]})
+    known = world.models.setdefault(answer["model"], _Model())
     known["type"] = "embedding"
     vector = answer["data"][0]["embedding"]
     if not body.get("dimensions"):
@@ -671,14 +746,17 @@ def _learn_token(
     owner = _subject_reference(world, record.get("createdBySubject"))
     if owner is None:
         return
-    token: dict[str, Any] = {"owner": owner, "name": record["manifest"]["name"]}
+    name = record["manifest"]["name"]
     team = (record["manifest"].get("ownedBy") or {}).get("team") or query.get("teamName")
-    if team:
-        token["teamName"] = team
-    token |= {"id": record["id"], "jwtId": record["jwtId"], "createdAt": record["createdAt"]}
-    if record.get("lastAccessedAt"):
-        token["lastAccessedAt"] = record["lastAccessedAt"]
-    world.tokens[(owner, token["name"])] = token
+    world.tokens[(owner, name)] = fixture_format.token(
+        owner,
+        name,
+        team_name=team,
+        token_id=record["id"],
+        jwt_id=record["jwtId"],
+        created_at=record["createdAt"],
+        last_accessed_at=record.get("lastAccessedAt"),
+    )
 
 
 def _learn_stage(
@@ -693,17 +771,16 @@ def _learn_stage(
     root = str(answer.get("storage_root", "")).rstrip("/").split("/")
     if len(root) > 3 and root[-3] in ARTIFACT_FOLDERS and root[-1].isdigit():
         manifest.setdefault("version", int(root[-1]))
-        repo = world.repos.setdefault(manifest["ml_repo"], {})
+        repo = world.repos.setdefault(manifest["ml_repo"], _Repo())
         repo.setdefault("storageRoot", "/".join(root[:-3]))
-    world.repos.setdefault(manifest["ml_repo"], {})
-    world.versions[answer["id"]] = {
-        "as": caller.reference if caller else None,
-        "id": answer["id"],
-        "artifactId": answer["artifact_id"],
-        "manifest": manifest,
-        "tags": [],
-        "staged": True,  # until an answer shows it finalised
-    }
+    world.repos.setdefault(manifest["ml_repo"], _Repo())
+    world.versions[answer["id"]] = _Version(
+        answer["id"],
+        manifest,
+        artifact_id=answer["artifact_id"],
+        created_by=caller.reference if caller else None,
+        staged=True,
+    )
     if caller is not None:
         world.access[(caller.reference, "write", f"mlf-project:{manifest['ml_repo']}")] = None
 
@@ -721,9 +798,9 @@ def _learn_tags(
         return
     tags = [tag for tag in body["tags"] if isinstance(tag, str)]
     for other in world.versions.values():  # a tag names one version of an artifact
-        if other is not version and other["artifactId"] == version["artifactId"]:
-            other["tags"] = [tag for tag in other["tags"] if tag not in tags]
-    version["tags"] += [tag for tag in tags if tag not in version["tags"]]
+        if other is not version and other.artifact_id == version.artifact_id:
+            other.tags = [tag for tag in other.tags if tag not in tags]
+    version.tags += [tag for tag in tags if tag not in version.tags]
 
 
 def _learn_stage_failure(
@@ -736,8 +813,7 @@ def _learn_stage_failure(
 ) -> None:
     version = world.versions.get(body["id"])
     if version is not None:
-        version["failed"], version["tags"] = True, []
-        version.pop("staged", None)
+        version.failed, version.tags, version.staged = True, [], False
 
 
 def _learn_deleted_group(
@@ -757,36 +833,32 @@ def _group_gone(world: _World, name: str) -> None:
     world.groups.pop(name, None)
     world.grants = {g: None for g in world.grants if g[2] != f"secret-group:{name}"}
     for binding_name, binding in list(world.role_bindings.items()):
-        gone = [p for p in binding["permissions"] if p["resource"] == f"secret-group:{name}"]
+        gone = [p for p in binding.permissions if p["resource"] == f"secret-group:{name}"]
         if gone:
             del world.role_bindings[binding_name]
 
 
-def _version_seen(world: _World, record: dict[str, Any]) -> None:
+def _version_seen(world: _World, record: Any) -> None:
     """A finalised version an answer shows (without its files, which none shows)."""
     manifest = copy.deepcopy(record["manifest"])  # masked with the document, when written
     number = int(str(record["fqn"]).rsplit(":", 1)[1])
     manifest["version"] = number
-    repo = world.repos.setdefault(manifest["ml_repo"], {})
+    repo = world.repos.setdefault(manifest["ml_repo"], _Repo())
     if record.get("ml_repo_id"):
         repo["id"] = record["ml_repo_id"]
     root = str((manifest.get("source") or {}).get("uri", "")).rstrip("/").split("/")
     if len(root) > 3 and root[-3] in ARTIFACT_FOLDERS and root[-1] == str(number):
         repo.setdefault("storageRoot", "/".join(root[:-3]))
     owner = record.get("artifact_id") or record.get("model_id") or record.get("agent_skill_id")
-    known = world.versions.setdefault(record["id"], {"id": record["id"], "tags": []})
-    known.pop("staged", None)
-    known.update(
-        {
-            "as": _subject_reference(world, record.get("created_by_subject")) or known.get("as"),
-            "artifactId": owner,
-            "manifest": manifest,
-            "tags": [t for t in record.get("tags", known["tags"]) if isinstance(t, str)],
-        }
+    known = world.versions.setdefault(record["id"], _Version(record["id"], manifest))
+    known.staged = False
+    known.created_by = (
+        _subject_reference(world, record.get("created_by_subject")) or known.created_by
     )
-    for name, field_ in (("createdAt", "created_at"), ("updatedAt", "updated_at")):
-        if record.get(field_):
-            known[name] = record[field_]
+    known.artifact_id, known.manifest = owner, manifest
+    known.tags = [t for t in record.get("tags", known.tags) if isinstance(t, str)]
+    known.created_at = record.get("created_at") or known.created_at
+    known.updated_at = record.get("updated_at") or known.updated_at
 
 
 def _learn_version(
@@ -859,17 +931,23 @@ def _learn_applied(
         if caller is not None:  # binding roles proves an admin role on each resource
             for permission in permissions:
                 world.access[(caller.reference, "delete", str(permission["resource"]))] = None
-        world.role_bindings[data["name"]] = {
-            "name": data["name"],
-            "id": data.get("id"),
-            "as": _subject_reference(world, data.get("createdBySubject")),
-            "createdAt": data.get("createdAt"),
-            "updatedAt": data.get("updatedAt"),
-            "subjects": [
-                dict(zip(("type", "name"), str(s).split(":", 1), strict=True)) for s in subjects
+        world.role_bindings[data["name"]] = _Binding(
+            data["name"],
+            [fixture_format.bound_subject(*str(s).split(":", 1)) for s in subjects],
+            [
+                _Permission(
+                    resource=str(p["resource"]),
+                    resourceType=p["resourceType"],
+                    resourceFqn=p["resourceFqn"],
+                    role=p["role"],
+                )
+                for p in permissions
             ],
-            "permissions": permissions,
-        }
+            id=data.get("id"),
+            created_by=_subject_reference(world, data.get("createdBySubject")),
+            created_at=data.get("createdAt"),
+            updated_at=data.get("updatedAt"),
+        )
     elif kind == "secret-group":
         name = body["manifest"]["name"]
         if _resource(world, "secret-group", data.get("fqn") or name, data.get("id")) is None:
@@ -904,7 +982,7 @@ def _application_fqn_seen(world: _World, app: _Application, fqn: Any) -> None:
     parts = str(fqn).split(":")
     if len(parts) >= 3 and NAME.fullmatch(parts[-3]) and NAME.fullmatch(parts[-2]):
         world.clusters.setdefault(parts[-3], None)
-        world.workspaces.setdefault(parts[-2], {"cluster": parts[-3]})
+        world.workspaces.setdefault(parts[-2], _Workspace(cluster=parts[-3]))
         app.workspace = parts[-2]
         app.name = app.name or parts[-1]
 
@@ -938,7 +1016,8 @@ def _learn_application(
     workspace = data.get("workspace") or {}
     if app.workspace is not None and data.get("workspaceId"):
         world.workspaces[app.workspace]["id"] = data["workspaceId"]
-    cluster = world.workspaces.get(app.workspace or "", {}).get("cluster")
+    known = world.workspaces.get(app.workspace or "")
+    cluster = known["cluster"] if known else None
     if cluster and workspace.get("clusterId"):
         world.clusters[cluster] = workspace["clusterId"]
     if data.get("deployment"):
@@ -972,10 +1051,11 @@ def _learn_terminated(
     caller: TokenClaims | None,
 ) -> None:
     for job in world.applications.values():
-        if not any(d.get("id") == query.get("deploymentId") for d in job.deployments.values()):
+        known = [*job.deployment_ids.values(), *(d.get("id") for d in job.deployments.values())]
+        if query.get("deploymentId") not in known:
             continue
         for run in job.runs.values():
-            if run["name"] == query.get("jobRunName"):
+            if run.get("name") == query.get("jobRunName"):
                 run["status"] = answer["jobRunStatus"]
                 if run["status"] in MOVING:
                     run["moving"] = True
@@ -1028,17 +1108,14 @@ class _Writer:
         self.world = world
         self.notes: list[str] = []
 
-    def document(self) -> tuple[dict[str, Any], list[str]]:
+    def document(self) -> tuple[FixtureDocument, list[str]]:
         world = self.world
         applications = list(self._applications())  # may add a placeholder workspace
         self._inferred_grants()
-        tenant: dict[str, Any] = {"name": world.tenant or "recorded"}
         if world.tenant is None:
             self.notes.append("tenant: no answer named it, `recorded`")
-        if world.tenant_id:
-            tenant["id"] = world.tenant_id
-        sections = {
-            "tenant": tenant,
+        sections: FixtureDocument = {
+            "tenant": fixture_format.tenant(world.tenant or "recorded", world.tenant_id),
             "users": self._users(),
             "teams": [
                 fixture_format.team(name, self._id("team", name), self._members(name))
@@ -1066,7 +1143,7 @@ class _Writer:
             ],
             "secretGroups": list(self._groups()),
             "mlRepos": [
-                {"name": name, **{k: v for k, v in known.items() if v}}
+                fixture_format.ml_repo(name, known.get("id"), known.get("storageRoot"))
                 for name, known in world.repos.items()
             ],
             "grants": [
@@ -1075,25 +1152,35 @@ class _Writer:
                 if (subject, role, resource) not in self._bound_grants()
             ],
             "roleBindings": [
-                {
-                    **{k: v for k, v in binding.items() if v is not None and k != "permissions"},
-                    "permissions": [
-                        {k: p[k] for k in ("resourceType", "resourceFqn", "role")}
-                        for p in binding["permissions"]
+                fixture_format.role_binding(
+                    binding.name,
+                    binding_id=binding.id,
+                    created_by=binding.created_by,
+                    created_at=binding.created_at,
+                    updated_at=binding.updated_at,
+                    subjects=binding.subjects,
+                    permissions=[
+                        fixture_format.permission(p["resourceType"], p["resourceFqn"], p["role"])
+                        for p in binding.permissions
                     ],
-                }
+                )
                 for binding in world.role_bindings.values()
             ],
             "applications": applications,
             "artifactVersions": list(self._versions()),
             "personalAccessTokens": list(world.tokens.values()),
             "models": [
-                {**model, "type": model.get("type", "chat")} for model in world.models.values()
+                fixture_format.model(
+                    model_id,
+                    known.get("type", "chat"),
+                    owned_by=known.get("ownedBy"),
+                    dimensions=known.get("dimensions"),
+                    created=known.get("created"),
+                )
+                for model_id, known in world.models.items()
             ],
             "modelResponses": [
-                {"response": r, "input": list(world.inputs[i].values())}
-                if world.inputs.get(i)
-                else {"response": r}
+                fixture_format.model_response(r, list(world.inputs.get(i, {}).values()))
                 for i, r in world.responses.items()
             ],
         }
@@ -1104,13 +1191,12 @@ class _Writer:
         return {
             (f"{s['type']}:{s['name']}", p["role"], p["resource"])
             for binding in self.world.role_bindings.values()
-            for s in binding["subjects"]
-            for p in binding["permissions"]
+            for s in binding.subjects
+            for p in binding.permissions
         }
 
     def _id(self, type_: str, name: str) -> str | None:
-        found: str | None = self.world.subjects[(type_, name)].get("id")
-        return found
+        return self.world.subjects[(type_, name)].get("id")
 
     def _users(self) -> list[fixture_format.UserRecord]:
         world = self.world
@@ -1120,7 +1206,7 @@ class _Writer:
             emails.insert(0, world.first_user)
         if not emails:
             emails = [PLACEHOLDER_USER]
-            world.subjects[("user", PLACEHOLDER_USER)] = {}
+            world.subjects[("user", PLACEHOLDER_USER)] = _Subject()
             self.notes.append(f"users: no answer named one, {PLACEHOLDER_USER}")
         return [
             fixture_format.user(email, known.get("displayName"), known.get("id"))
@@ -1132,25 +1218,26 @@ class _Writer:
         users = {name for (type_, name) in self.world.subjects if type_ == "user"}
         return [email for email in self.world.members.get(team, []) if email in users]
 
-    def _groups(self) -> Iterator[dict[str, Any]]:
+    def _groups(self) -> Iterator[fixture_format.SecretGroupRecord]:
         for name, group in self.world.groups.items():
             secrets = [
-                fixture_format.with_id({"key": key, "values": [HIDDEN]}, secret_id)
+                fixture_format.secret(key, [HIDDEN], secret_id)
                 for key, secret_id in group["secrets"].items()
             ]
-            record = fixture_format.with_id({"name": name}, group.get("id"))
-            record["integration"] = {
-                "fqn": group.get("integration") or UNKNOWN_INTEGRATION,
-                "healthy": True,
-            }
-            yield {**record, "secrets": secrets} if secrets else record
+            yield fixture_format.secret_group(
+                name,
+                group_id=group.get("id"),
+                integration_fqn=group.get("integration") or UNKNOWN_INTEGRATION,
+                healthy=True,
+                secrets=secrets or None,
+            )
         if self.world.groups:
             self.notes.append(
                 f"secretGroups: each integration no answer named is `{UNKNOWN_INTEGRATION}`, "
                 f"each healthy, and each secret's value `{HIDDEN}`"
             )
 
-    def _applications(self) -> Iterator[dict[str, Any]]:
+    def _applications(self) -> Iterator[fixture_format.ApplicationRecord]:
         world = self.world
         for app in world.applications.values():
             if app.type not in KINDS_OF_APPLICATION or not NAME.fullmatch(app.name or ""):
@@ -1167,32 +1254,29 @@ class _Writer:
                     f"application {app.name}: no answer showed its workspace, "
                     f"`{PLACEHOLDER_WORKSPACE}` (cluster `{PLACEHOLDER_CLUSTER}`)"
                 )
-            record: dict[str, Any] = fixture_format.with_id({"name": app.name}, app.id)
-            record |= {"type": app.type, "workspace": app.workspace}
-            if app.application_set_id:
-                record["applicationSetId"] = app.application_set_id
-            if app.created_by and ("user", app.created_by) in world.subjects:
-                record["createdBy"] = app.created_by
-            last = max([*app.deployments, app.active_version or 1])
-            record["deployments"] = [self._deployment(app, v) for v in range(1, last + 1)]
-            record["activeVersion"] = app.active_version or last
-            if app.runs:
-                record["runs"] = [self._run(run) for run in app.runs.values()]
+            last = max([*app.deployments, *app.deployment_ids, app.active_version or 1])
+            known_creator = app.created_by and ("user", app.created_by) in world.subjects
+            record = fixture_format.application(
+                app.name or "",
+                app.type or "",
+                app.workspace,
+                application_id=app.id,
+                application_set_id=app.application_set_id,
+                created_by=app.created_by if known_creator else None,
+                deployments=[self._deployment(app, v) for v in range(1, last + 1)],
+                active_version=app.active_version or last,
+                runs=[self._run(run) for run in app.runs.values()],
+            )
             for subject, action, on in list(world.access):
                 if on == f"job:{app.id}":
                     del world.access[(subject, action, on)]
                     world.access[(subject, action, f"workspace:{app.workspace}")] = None
             yield record
 
-    def _deployment(self, app: _Application, version: int) -> dict[str, Any]:
-        known = app.deployments.get(version, {})
-        if "manifest" in known:
-            return {k: v for k, v in known.items() if v is not None}
-        seen = [
-            app.deployments[v]["manifest"]
-            for v in sorted(app.deployments)
-            if "manifest" in app.deployments[v]
-        ]
+    def _deployment(self, app: _Application, version: int) -> fixture_format.DeploymentRecord:
+        if version in app.deployments:
+            return app.deployments[version]
+        seen = [app.deployments[v]["manifest"] for v in sorted(app.deployments)]
         if seen:
             manifest = copy.deepcopy(seen[-1])
             said = "a copy of a version seen"
@@ -1200,21 +1284,32 @@ class _Writer:
             manifest = _minimal_manifest(app, version)
             said = "a minimal one for its kind"
         self.notes.append(f"application {app.name}: the manifest of version {version} is {said}")
-        return {"manifest": manifest, **({"id": known["id"]} if known.get("id") else {})}
+        return fixture_format.deployment(manifest, app.deployment_ids.get(version))
 
-    def _run(self, run: dict[str, Any]) -> dict[str, Any]:
+    def _run(self, run: RunRecord) -> RunRecord:
         triggered = run.get("triggeredBy")
         if triggered is not None and ("user", triggered) not in self.world.subjects:
-            run = {k: v for k, v in run.items() if k != "triggeredBy"}
+            run = run.copy()
+            del run["triggeredBy"]
         return run
 
-    def _versions(self) -> Iterator[dict[str, Any]]:
+    def _versions(self) -> Iterator[fixture_format.ArtifactVersionRecord]:
         world = self.world
         for version in world.versions.values():
-            record = {k: v for k, v in version.items() if v not in (None, [])}
-            if record.get("as") and tuple(record["as"].split(":", 1)) not in world.subjects:
-                del record["as"]
-            yield record
+            stager = version.created_by
+            if stager and tuple(stager.split(":", 1)) not in world.subjects:
+                stager = None
+            yield fixture_format.artifact_version(
+                version.id,
+                version.manifest,
+                created_by=stager,
+                artifact_id=version.artifact_id,
+                created_at=version.created_at,
+                tags=version.tags or None,
+                staged=version.staged,
+                failed=version.failed,
+                updated_at=version.updated_at,
+            )
 
     def _inferred_grants(self) -> None:
         """Grants the answers proved but no recorded grant gives: the least role that does,
@@ -1269,8 +1364,8 @@ class _Writer:
         return False
 
 
-def _minimal_manifest(app: _Application, version: int) -> dict[str, Any]:
-    image = {"type": "image", "image_uri": f"recorded.invalid/{app.name}:{version}"}
+def _minimal_manifest(app: _Application, version: int) -> JsonObject:
+    image: JsonObject = {"type": "image", "image_uri": f"recorded.invalid/{app.name}:{version}"}
     if app.type == "job":
         return {"image": image, "trigger": {"type": "manual"}}
     return {

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+from mock_server.state.fixture_format import FixtureDocument
 from mock_server.state.sources import Sources
 from mock_server.state.world import World
 
@@ -102,6 +103,6 @@ class Area:
         """Each fixture section this area owns, and what applies one record of it."""
         return {}
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> FixtureDocument:
         """This area's sections of the world's fixture document."""
         return {}

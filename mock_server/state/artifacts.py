@@ -16,11 +16,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import compiled, violations
 from mock_server.core import errors
+from mock_server.core.jsonvalue import JsonObject
+from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import (
     READY,
@@ -400,11 +402,13 @@ class Artifacts(Area):
         }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
-    def load_ml_repo(self, r: dict[str, Any]) -> None:
+    def load_ml_repo(self, r: written.MlRepoRecord) -> None:
         self.add_ml_repo(r["name"], storage_root=r.get("storageRoot"), repo_id=r.get("id"))
 
     def load_version(
-        self, r: dict[str, Any], put_files: Callable[[ArtifactVersion, list[Any]], None]
+        self,
+        r: written.ArtifactVersionRecord,
+        put_files: Callable[[ArtifactVersion, list[written.FileRecord]], None],
     ) -> None:
         """A version of a fixture, through the front door: its manifest checked as the API
         checks a staging request, staged, its files uploaded (`put_files`), finalised unless
@@ -423,7 +427,7 @@ class Artifacts(Area):
         created_at = r.get("createdAt")
         staged = self.stage(
             caller,
-            r["manifest"],
+            cast(ArtifactVersionManifest, r["manifest"]),  # the contract's schema, checked above
             version_id=r.get("id"),
             artifact_id=r.get("artifactId"),
             created_at=None if created_at is None else world_time(created_at),
@@ -439,28 +443,28 @@ class Artifacts(Area):
             self.mark_stage_failure(caller, staged.id)
 
     def dump_version(
-        self, v: ArtifactVersion, files: Callable[[ArtifactVersion], list[Any]]
-    ) -> dict[str, Any]:
+        self, v: ArtifactVersion, files: Callable[[ArtifactVersion], list[written.FileRecord]]
+    ) -> written.ArtifactVersionRecord:
         """A version as its fixture records it (`artifactVersions[]`)."""
-        return {
-            "as": reference(v.created_by),
-            "id": v.id,
-            "artifactId": v.artifact_id,
-            "createdAt": iso(v.created_at),
-            "manifest": copy.deepcopy(v.manifest),
-            "tags": list(v.tags),
-            **({"staged": True} if v.status == "staged" else {}),
-            **({"failed": True} if v.failed else {}),
-            **({"updatedAt": iso(v.updated_at)} if v.updated_at else {}),
-            **({"files": files(v)} if v.files else {}),
-        }
+        return written.artifact_version(
+            v.id,
+            cast(JsonObject, copy.deepcopy(v.manifest)),  # a manifest's fields are JSON's
+            created_by=reference(v.created_by),
+            artifact_id=v.artifact_id,
+            created_at=iso(v.created_at),
+            tags=list(v.tags),
+            staged=v.status == "staged",
+            failed=v.failed,
+            updated_at=iso(v.updated_at) if v.updated_at else None,
+            files=files(v) if v.files else None,
+        )
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> written.FixtureDocument:
         """This area's fixture section `mlRepos` (its versions are the storage's to write,
         with their files)."""
         return {
             "mlRepos": [
-                {"name": name, "id": repo.resource.id, "storageRoot": repo.storage_root}
+                written.ml_repo(name, repo.resource.id, repo.storage_root)
                 for name, repo in self.world.ml_repos.items()
             ],
         }

@@ -16,6 +16,7 @@ from typing import Any
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import Detail, ResponseValidator, compiled, violations
 from mock_server.core.jsonvalue import JsonObject, JsonValue
+from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, Page, Subject
 from mock_server.state.identity import Identity
@@ -269,7 +270,9 @@ class Deployments(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_application(self, r: dict[str, Any]) -> None:
+    def load_application(
+        self, r: written.ApplicationRecord | written.GeneratedApplications
+    ) -> None:
         identity = self.identity
         if "generate" in r:
             self.generate_applications(
@@ -306,7 +309,7 @@ class Deployments(Area):
             application.active_version = r["activeVersion"]
         self.jobs.load_runs(application, r.get("runs", []))
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> written.FixtureDocument:
         """This area's fixture section, `applications` (with each job's runs)."""
         world = self.world
         applications = []
@@ -315,27 +318,23 @@ class Deployments(Area):
             deployments = [
                 world.deployments[d] for _, d in sorted(application.deployment_ids.items())
             ]
-            runs = self.jobs.dump_runs(application)
             applications.append(
-                {
-                    "name": application.name,
-                    "id": application.id,
-                    "type": application.type,
-                    "workspace": workspace.name,
-                    "applicationSetId": application.application_set_id,
-                    "createdBy": application.created_by.name,
-                    "deployments": [
-                        {
-                            "manifest": copy.deepcopy(d.manifest),
-                            "id": d.id,
-                            "statusId": d.status_id,
-                            "createdAt": iso(d.created_at),
-                        }
+                written.application(
+                    application.name,
+                    application.type,
+                    workspace.name,
+                    application_id=application.id,
+                    application_set_id=application.application_set_id,
+                    created_by=application.created_by.name,
+                    deployments=[
+                        written.deployment(
+                            copy.deepcopy(d.manifest), d.id, d.status_id, iso(d.created_at)
+                        )
                         for d in deployments
                     ],
-                    "activeVersion": application.active_version,
-                    **({"runs": runs} if runs else {}),
-                }
+                    active_version=application.active_version,
+                    runs=self.jobs.dump_runs(application),
+                )
             )
         return {"applications": applications}
 

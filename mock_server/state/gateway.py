@@ -35,6 +35,8 @@ from mock_server.contract.validation import (
     violations,
 )
 from mock_server.core import errors
+from mock_server.core.jsonvalue import JsonObject
+from mock_server.state import fixture_format
 from mock_server.state.area import Area, locked
 
 RESPONSE_STATUSES = ("completed", "failed", "in_progress", "incomplete", "queued", "cancelled")
@@ -152,11 +154,16 @@ class Model:
     created: int = 0
 
     def record(self) -> dict[str, Any]:
-        """As the fixture document writes it."""
-        written: dict[str, Any] = {"id": self.id, "type": self.kind, "ownedBy": self.owned_by}
-        if self.kind == "embedding":
-            written["dimensions"] = self.dimensions
-        return {**written, "created": self.created}
+        """As the fixture document writes it (a dict, as the live view shows records)."""
+        return {
+            **fixture_format.model(
+                self.id,
+                self.kind,
+                owned_by=self.owned_by,
+                dimensions=self.dimensions if self.kind == "embedding" else None,
+                created=self.created,
+            )
+        }
 
 
 @dataclass(frozen=True)
@@ -653,10 +660,10 @@ class Gateway(Area):
         }
 
     # -- fixtures: this area's sections, read and written side by side -------------------
-    def load_script(self, record: dict[str, Any]) -> None:
+    def load_script(self, record: JsonObject) -> None:
         self.add_script(record)
 
-    def load_model(self, m: dict[str, Any]) -> None:
+    def load_model(self, m: fixture_format.ModelRecord) -> None:
         self.add_model(
             m["id"],
             m.get("type", "chat"),
@@ -665,7 +672,12 @@ class Gateway(Area):
             m.get("created"),
         )
 
-    def load_response(self, r: dict[str, Any]) -> None:
+    def load_response(
+        self,
+        r: fixture_format.ModelResponseRecord
+        | fixture_format.GeneratedRecord
+        | fixture_format.DescribedResponseRecord,
+    ) -> None:
         if "response" in r:
             problems = violations(response_schema(), r["response"], "response")
             if problems:
@@ -691,16 +703,16 @@ class Gateway(Area):
             input_text=r.get("input"),
         )
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> fixture_format.FixtureDocument:
         """This area's fixture sections: `models`, `modelResponses` (each response complete,
         with its input items) and `scriptedReplies` (the replies not yet used)."""
         world = self.world
-        responses = []
-        for response_id, response in world.model_responses.items():
-            written: dict[str, Any] = {"response": copy.deepcopy(response)}
-            if world.response_inputs.get(response_id):
-                written["input"] = copy.deepcopy(world.response_inputs[response_id])
-            responses.append(written)
+        responses = [
+            fixture_format.model_response(
+                copy.deepcopy(response), copy.deepcopy(world.response_inputs.get(response_id, []))
+            )
+            for response_id, response in world.model_responses.items()
+        ]
         return {
             "models": [model.record() for model in world.models.values()],
             "modelResponses": responses,

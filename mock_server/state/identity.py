@@ -573,7 +573,7 @@ class Identity(Area):
         }
 
     # -- fixtures: this area's sections, read and written side by side ------------------
-    def load_tenant(self, tenant: str | dict[str, Any]) -> None:
+    def load_tenant(self, tenant: str | written.TenantRecord) -> None:
         name, tenant_id = (
             (tenant, None) if isinstance(tenant, str) else (tenant["name"], tenant.get("id"))
         )
@@ -588,44 +588,48 @@ class Identity(Area):
                 "may restate it, not change it"
             )
 
-    def load_user(self, r: dict[str, Any]) -> None:
+    def load_user(self, r: written.UserRecord) -> None:
         self.add_subject(
             "user", r["email"], display_name=r.get("displayName"), subject_id=r.get("id")
         )
 
-    def load_team(self, r: dict[str, Any]) -> None:
+    def load_team(self, r: written.TeamRecord) -> None:
         self.add_subject("team", r["name"], subject_id=r.get("id"), members=r.get("members", []))
 
-    def load_virtual_account(self, r: dict[str, Any]) -> None:
+    def load_virtual_account(self, r: written.NamedRecord) -> None:
         self.add_subject("virtualaccount", r["name"], subject_id=r.get("id"))
 
-    def load_agent(self, r: dict[str, Any]) -> None:
+    def load_agent(self, r: written.NamedRecord) -> None:
         self.add_subject("agent", r["name"], subject_id=r.get("id"))
 
-    def load_cluster(self, r: dict[str, Any]) -> None:
+    def load_cluster(self, r: written.NamedRecord) -> None:
         self.add_resource("cluster", r["name"], fqn=r["name"], resource_id=r.get("id"))
 
-    def load_workspace(self, r: dict[str, Any]) -> None:
+    def load_workspace(self, r: written.WorkspaceRecord) -> None:
         cluster = self.resource_named("cluster", r["cluster"])
         self.add_resource(
             "workspace", r["name"], fqn=f"{cluster.fqn}:{r['name']}", resource_id=r.get("id")
         )
 
-    def load_resource(self, r: dict[str, Any]) -> None:
+    def load_resource(self, r: written.ResourceRecord) -> None:
         self.add_resource(r["type"], r["name"], fqn=r.get("fqn"), resource_id=r.get("id"))
 
-    def load_grant(self, r: dict[str, Any]) -> None:
+    def load_grant(self, r: written.GrantRecord) -> None:
         subject = self.subject_named(*_split_reference(r["subject"]))
         resource = self.resource_named(*_split_reference(r["resource"]))
         self.add_grant(subject, r["role"], resource)
 
-    def load_role_binding(self, r: dict[str, Any]) -> None:
+    def load_role_binding(self, r: written.RoleBindingRecord) -> None:
         """An applied role binding, applied again as its creator (`as`)."""
         caller = self.subject_by_reference(r.get("as")).caller()
-        manifest = {k: r[k] for k in ("name", "subjects", "permissions")}
         binding, _ = self.apply_role_binding(
             caller,
-            manifest,
+            {  # the manifest as the API applies it
+                "type": "role-binding",
+                "name": r["name"],
+                "subjects": r["subjects"],
+                "permissions": r["permissions"],
+            },
             binding_id=r.get("id"),
             created_at=world_time(r["createdAt"]) if r.get("createdAt") else None,
         )
@@ -636,7 +640,7 @@ class Identity(Area):
         """A fixture's user by e-mail; the default user when none is named."""
         return self.subject_named("user", email) if email else self.default_user()
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> written.FixtureDocument:
         """This area's fixture sections (`tenant` to `resources`, and `grants`)."""
         world = self.world
         tenant = world.tenant
@@ -647,8 +651,11 @@ class Identity(Area):
         def resources(type_: str) -> list[Resource]:
             return [r for r in world.resources.values() if r.type == type_]
 
+        own = (
+            written.FixtureDocument(tenant=written.tenant(tenant.name, tenant.id)) if tenant else {}
+        )
         return {
-            "tenant": {"name": tenant.name, "id": tenant.id} if tenant else None,
+            **own,
             "users": [written.user(u.name, u.display_name, u.id) for u in subjects("user")],
             "teams": [
                 written.team(t.name, t.id, [world.subjects[("user", m)].name for m in t.members])
@@ -675,18 +682,17 @@ class Identity(Area):
                 if g.binding is None
             ],
             "roleBindings": [
-                {
-                    "name": b.name,
-                    "id": b.id,
-                    "as": reference(b.created_by),
-                    "createdAt": iso(b.created_at),
-                    "updatedAt": iso(b.updated_at),
-                    "subjects": [{"type": s.type, "name": s.name} for s in b.subjects],
-                    "permissions": [
-                        {"resourceType": r.type, "resourceFqn": r.fqn, "role": role}
-                        for r, role in b.permissions
+                written.role_binding(
+                    b.name,
+                    binding_id=b.id,
+                    created_by=reference(b.created_by),
+                    created_at=iso(b.created_at),
+                    updated_at=iso(b.updated_at),
+                    subjects=[written.bound_subject(s.type, s.name) for s in b.subjects],
+                    permissions=[
+                        written.permission(r.type, r.fqn, role) for r, role in b.permissions
                     ],
-                }
+                )
                 for b in world.role_bindings.values()
             ],
         }

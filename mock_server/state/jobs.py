@@ -14,11 +14,13 @@ fixtures stay as they are until terminated.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from mock_server.core import errors
 from mock_server.core.jsonvalue import JsonObject
+from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, JobRun, Page, Subject
 from mock_server.state.identity import Identity
@@ -316,7 +318,11 @@ class Jobs(Area):
 
     # -- fixtures: a job's runs, read and written side by side (inside `applications`) ----
     @locked
-    def load_runs(self, application: Application, records: list[dict[str, Any]]) -> None:
+    def load_runs(
+        self,
+        application: Application,
+        records: Sequence[written.RunRecord | written.GeneratedRecord],
+    ) -> None:
         # A job may have 100,000 runs by a few users, of a few deployment versions: what
         # each run would look up again is looked up once.
         users: dict[str | None, Subject] = {}
@@ -363,33 +369,27 @@ class Jobs(Area):
             found[email] = self.identity.user_or_default(email)
         return found[email]
 
-    def dump_runs(self, application: Application) -> list[dict[str, Any]]:
+    def dump_runs(self, application: Application) -> list[written.RunRecord]:
         moving = self.world.moving_runs
-        return [
-            {**run_record(run), **({"moving": True} if run.id in moving else {})}
-            for run in self.world.job_runs[application.id]
-        ]
+        return [run_record(run, run.id in moving) for run in self.world.job_runs[application.id]]
 
 
-def run_record(run: JobRun) -> dict[str, Any]:
+def run_record(run: JobRun, moving: bool = False) -> written.RunRecord:
     """A run as a fixture document records it (`applications[].runs[]`)."""
-    record: dict[str, Any] = {
-        "id": run.id,
-        "name": run.name,
-        "status": run.status,
-        "createdAt": iso(from_epoch_ms(run.created_at_ms)),
-        "triggeredBy": run.triggered_by.name,
-        "version": run.deployment_version,
-        "command": run.command,
-        "totalRetries": run.total_retries,
-    }
-    if run.duration_ms is not None:
-        record["durationSeconds"] = run.duration_ms / 1000
-    if run.exit_code is not None:
-        record["exitCode"] = run.exit_code
-    if run.error is not None:
-        record["error"] = run.error
-    return record
+    return written.run(
+        run.id,
+        run.name,
+        run.status,
+        iso(from_epoch_ms(run.created_at_ms)),
+        triggered_by=run.triggered_by.name,
+        version=run.deployment_version,
+        command=run.command,
+        total_retries=run.total_retries,
+        duration_seconds=None if run.duration_ms is None else run.duration_ms / 1000,
+        exit_code=run.exit_code,
+        error=run.error,
+        moving=moving,
+    )
 
 
 def _union(index: dict[Any, set[str]], values: list[Any]) -> set[str]:

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
 from mock_server.core import errors
+from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Caller, Secret, SecretGroup, SecretVersion, Subject
 from mock_server.state.identity import Identity, InvalidManifest, reference
@@ -188,7 +189,7 @@ class Secrets(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_group(self, r: dict[str, Any]) -> None:
+    def load_group(self, r: written.SecretGroupRecord) -> None:
         integration = r["integration"]
         created_at = r.get("createdAt")
         group = self.add_group(
@@ -206,25 +207,23 @@ class Secrets(Area):
                 group, secret["key"], secret.get("values", []), secret_id=secret.get("id")
             )
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> written.FixtureDocument:
         """This area's fixture section, `secretGroups`."""
         return {
             "secretGroups": [
-                {
-                    "name": group.resource.name,
-                    "id": group.resource.id,
-                    "as": reference(group.created_by),
-                    "createdAt": iso(group.created_at),
-                    "updatedAt": iso(group.updated_at),
-                    "integration": {
-                        "fqn": group.integration_fqn,
-                        "healthy": group.integration_healthy,
-                    },
-                    "secrets": [
-                        {"key": s.key, "id": s.id, "values": [v.value for v in s.versions]}
+                written.secret_group(
+                    group.resource.name,
+                    group_id=group.resource.id,
+                    created_by=reference(group.created_by),
+                    created_at=iso(group.created_at),
+                    updated_at=iso(group.updated_at),
+                    integration_fqn=group.integration_fqn,
+                    healthy=group.integration_healthy,
+                    secrets=[
+                        written.secret(s.key, [v.value for v in s.versions], s.id)
                         for s in group.secrets.values()
                     ],
-                }
+                )
                 for group in self.world.secret_groups.values()
             ]
         }

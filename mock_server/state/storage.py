@@ -17,7 +17,6 @@ or part refers to any longer is dropped.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import re
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mock_server.core import errors
+from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.artifacts import Artifacts, ArtifactVersionNotStaged, drop_unused
 from mock_server.state.entities import ArtifactVersion, Caller, MultipartUpload, StoredFile
@@ -425,10 +425,10 @@ class Storage(Area):
         return listed[offset : offset + limit], offset + limit < len(listed)
 
     # -- fixtures: a version's files, read and written with its record ----------------------
-    def load_files(self, version: ArtifactVersion, records: list[dict[str, Any]]) -> None:
+    def load_files(self, version: ArtifactVersion, records: list[written.FileRecord]) -> None:
         """A fixture's files of a staged version, through the budget as an upload is."""
         for record in records:
-            data = _file_content(record)
+            data = written.file_content(record)
             asked = self._signed(version.id, _checked_path(record["path"]), WRITE)
             reservation = self.reserve(asked, len(data))
             try:
@@ -441,9 +441,9 @@ class Storage(Area):
             finally:
                 self.release(reservation)
 
-    def dump_files(self, version: ArtifactVersion) -> list[dict[str, Any]]:
+    def dump_files(self, version: ArtifactVersion) -> list[written.FileRecord]:
         return [
-            _file_record(path, self.world.blobs[stored.blob])
+            written.file(path, self.world.blobs[stored.blob])
             for path, stored in version.files.items()
         ]
 
@@ -452,7 +452,7 @@ class Storage(Area):
             "artifactVersions": lambda r: self.artifacts.load_version(r, self.load_files),
         }
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> written.FixtureDocument:
         """The fixture section `artifactVersions`, each version with its files (an
         unfinished multipart upload is not kept: a client starts it again)."""
         return {
@@ -500,24 +500,3 @@ def _not_ready(version: ArtifactVersion) -> ArtifactVersionNotReady:
         f"Artifact version {version.fqn} ({version.id}) is {version.status}, not finalised: "
         "its files cannot be read yet"
     )
-
-
-def _file_content(record: dict[str, Any]) -> bytes:
-    if "text" in record:
-        return str(record["text"]).encode()
-    return base64.b64decode(record["base64"], validate=True)
-
-
-def _file_record(path: str, data: bytes) -> dict[str, Any]:
-    """How a fixture writes a file: as text when it is UTF-8 without control characters
-    (line breaks and tabs aside), else in base64."""
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        text = None
-    if text is not None and not _BINARY.search(text):
-        return {"path": path, "text": text}
-    return {"path": path, "base64": base64.b64encode(data).decode()}
-
-
-_BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")

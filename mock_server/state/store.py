@@ -221,14 +221,14 @@ class Store:
         """Each fixture section with what applies one record of it, in `SECTIONS` order."""
         return [(section, self._loaders[section]) for section in SECTIONS]
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> fixture_format.FixtureDocument:
         """The whole world as a fixture document (its empty sections left out): loaded into a
         store without other documents, it rebuilds this world, ids and timestamps included.
         Each area's dump is its own: it shares nothing the world goes on changing. It is
         written from a copy of the world (`apart`): the lock is held for milliseconds, not
         for the seconds a dump of a big world takes."""
         copy = self.apart()
-        written: dict[str, Any] = {"clock": iso(copy.sources.clock.now())}
+        written = fixture_format.FixtureDocument(clock=iso(copy.sources.clock.now()))
         for area in copy.areas:
             written.update(area.dump())
         return fixture_format.document(written)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from mock_server.core import errors
+from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Caller, IssuedToken, PersonalAccessToken, Subject
 from mock_server.state.identity import Identity, reference
@@ -174,7 +175,7 @@ class Tokens(Area):
         }
 
     # -- fixtures: this area's section, read and written side by side -------------------
-    def load_token(self, r: dict[str, Any]) -> None:
+    def load_token(self, r: written.TokenRecord) -> None:
         caller = self.identity.subject_by_reference(r["owner"]).caller()
         created_at, last_accessed_at = r.get("createdAt"), r.get("lastAccessedAt")
         issued = self.get_or_create(
@@ -189,20 +190,20 @@ class Tokens(Area):
         token.last_accessed_at = None if last_accessed_at is None else world_time(last_accessed_at)
         token.revoked = r.get("revoked", False)
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> written.FixtureDocument:
         """This area's fixture section, `personalAccessTokens`."""
         return {
             "personalAccessTokens": [
-                {
-                    "owner": reference(t.owner),
-                    "name": t.name,
-                    **({"teamName": t.team_name} if t.team_name else {}),
-                    "id": t.id,
-                    "jwtId": t.jwt_id,
-                    "createdAt": iso(t.created_at),
-                    **({"lastAccessedAt": iso(t.last_accessed_at)} if t.last_accessed_at else {}),
-                    **({"revoked": True} if t.revoked else {}),
-                }
+                written.token(
+                    reference(t.owner),
+                    t.name,
+                    team_name=t.team_name,
+                    token_id=t.id,
+                    jwt_id=t.jwt_id,
+                    created_at=iso(t.created_at),
+                    last_accessed_at=iso(t.last_accessed_at) if t.last_accessed_at else None,
+                    revoked=t.revoked,
+                )
                 for t in self.world.tokens.values()
             ]
         }
