@@ -33,7 +33,9 @@ WSGIApp = Callable[[Any, Callable[..., Any]], Iterable[bytes]]
 # for a seed it was not built for): served on a worker thread, so that the event loop
 # answers other requests meanwhile. The world's lock still orders every change.
 # Embeddings too: up to 2,048 vectors of thousands of dimensions are computed for one request.
-OFF_LOOP = frozenset({"adminLoadFixtures", "adminGetState", "adminReset", "createEmbedding"})
+OFF_LOOP = frozenset(
+    {"adminLoadFixtures", "adminGetState", "adminReset", "adminGetJournal", "createEmbedding"}
+)
 
 
 class WorldLock(Protocol):
