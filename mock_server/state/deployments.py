@@ -14,6 +14,7 @@ from typing import Any
 
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import ResponseValidator, compiled, violations
+from mock_server.core.errors import Violation
 from mock_server.state.area import Area, Ground, locked
 from mock_server.state.entities import Application, Caller, Deployment, Page, Subject
 from mock_server.state.identity import Identity
@@ -40,7 +41,7 @@ class IncompleteManifest(ValueError):
     """A deployment manifest that is not complete for its kind, as the contract (and the
     platform's clients, which read it) require; says every problem, each under `prefix`."""
 
-    def __init__(self, problems: list[dict[str, Any]], prefix: str = "manifest"):
+    def __init__(self, problems: list[Violation], prefix: str = "manifest"):
         self.problems = problems
         super().__init__(self.under(prefix))
 
@@ -140,7 +141,9 @@ class Deployments(Area):
         )
         if manifest["type"] != application.type:
             message = f"{manifest['type']!r} is not the application's type {application.type!r}"
-            raise IncompleteManifest([{"field": "type", "message": message}])
+            raise IncompleteManifest(
+                [{"location": "manifest", "field": "type", "message": message}]
+            )
         check_manifest(manifest)
         fqn = f"{application.fqn}:{version}"
         deployment = Deployment(
