@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any, TypedDict, cast
+from typing import IO, TypedDict, cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -138,7 +138,7 @@ def _emit(level: int, line: RequestLine) -> None:
     logger.handle(logger.makeRecord(LOGGER_NAME, level, __file__, 0, line, (), None))
 
 
-async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> Any:
+async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
     """Serve a request outside the platform's API (the admin API, the docs) through `app`,
     logging it at DEBUG when that level is on."""
     if scope["type"] != "http" or not logger.isEnabledFor(logging.DEBUG):
