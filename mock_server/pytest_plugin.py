@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from mock_server.http.mock import PlatformMock
     from mock_server.http.remote import RemoteMock
     from mock_server.http.server import BackgroundServer
-    from mock_server.reports.report import ContractReport
+    from mock_server.reports.report import ContractReport, Report
     from mock_server.services.faults import Fault
     from mock_server.services.journal import Entry, Journal
     from mock_server.state import Store
@@ -62,7 +62,7 @@ _BACKEND = pytest.StashKey["_Backend"]()
 MARKER_OPTIONS = frozenset({"fixtures", "seed", "expect_violations"})
 # Under pytest-xdist: each worker's report, handed to the controller, and their merge.
 _WORKER_OUTPUT = "platform_mock_report"
-_WORKER_REPORTS = pytest.StashKey[list[dict[str, Any]]]()
+_WORKER_REPORTS = pytest.StashKey[list["Report"]]()
 _OUTCOME = pytest.StashKey["_Outcome"]()
 _LOST = pytest.StashKey[int]()  # workers that went down without handing a report over
 _REPORTED = pytest.StashKey[set[int]]()  # a test's violating requests its report has named
@@ -419,7 +419,7 @@ class _Backend(Protocol):
         """The default user's token in the world as it is (a marker may re-seed it)."""
         ...
 
-    def report(self) -> dict[str, Any]: ...
+    def report(self) -> Report: ...
 
     def close(self) -> None: ...
 
@@ -520,7 +520,7 @@ class _Local(_Backend):
     def token(self) -> str:
         return self.mock.auth.dev_token()
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> Report:
         return self.mock.report.to_dict()
 
     def close(self) -> None:
@@ -577,7 +577,7 @@ class _Remote(_Backend):
     def token(self) -> str:
         return self.remote.token
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> Report:
         return self.remote.report()
 
     def close(self) -> None:
@@ -782,7 +782,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         node.config.stash.setdefault(_WORKER_REPORTS, []).append(json.loads(handed))
 
 
-def _session_report(config: pytest.Config) -> dict[str, Any] | None:
+def _session_report(config: pytest.Config) -> Report | None:
     """The session's report (`to_dict()`): its mock's, or (xdist controller) the workers'
     merged; None if no test used the mock."""
     backend = config.stash.get(_BACKEND, None)
@@ -808,7 +808,7 @@ def _empty_report() -> ContractReport:
 class _Outcome:
     """What the session's end made of the report, for its terminal summary."""
 
-    report: dict[str, Any]  # with its verdict
+    report: Report  # with its verdict
     written: list[Path]
     annotations: list[str]  # GitHub's, to print
     problems: list[str]  # files that could not be written

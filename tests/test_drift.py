@@ -34,7 +34,13 @@ from mock_server.proxy import forward as proxy_module
 from mock_server.proxy.forward import BackgroundProxy, Proxy, caller_of
 from mock_server.pytest_plugin import ssl_context
 from mock_server.reports import drift, drift_files
-from mock_server.reports.drift import Difference, DriftReport, ProxiedExchange, check
+from mock_server.reports.drift import (
+    Difference,
+    DriftReport,
+    DriftReportWire,
+    ProxiedExchange,
+    check,
+)
 from tests.budget import budget
 from tests.conftest import CONTROL_PLANE
 from tests.corpus import CORPUS, unescaped
@@ -102,7 +108,7 @@ class DifferingPlatform(PlatformMock):
 class Run:
     """What the client suite saw, and what the proxy made of it."""
 
-    report: dict[str, Any]
+    report: DriftReportWire
     answers: dict[str, httpx.Response]
     proxy: Proxy
     token: str
@@ -168,7 +174,7 @@ def run() -> Run:
     return Run({"verdict": drift.judge(report), **report}, answers, proxy, token, target)
 
 
-def found(report: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+def found(report: DriftReportWire) -> set[tuple[str, str, str, str]]:
     return {
         (op_id, d["kind"], d["field"], d["found"])
         for op_id, operation in report["operations"].items()
@@ -450,7 +456,7 @@ def test_the_callers_claims_are_read_without_the_signature():
 # -- what a target sends never acts on a terminal or CI ------------------------------------------
 
 
-def _hostile_report() -> dict[str, Any]:
+def _hostile_report() -> DriftReportWire:
     """A report whose every difference holds a hostile text the target sent."""
     report = DriftReport("http://platform.acme.example")
     for index, text in enumerate(CORPUS.values()):

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from mock_server.contract import documents as contract
+from mock_server.core.errors import Violation
 from mock_server.reports import report_files
 from mock_server.reports.report import (
     MAX_EXAMPLES,
@@ -26,6 +27,7 @@ from mock_server.reports.report import (
     OTHER_RULES,
     UNROUTED,
     ContractReport,
+    Report,
     gaps,
     judge,
     percent,
@@ -66,7 +68,7 @@ def entry(
     body: object = None,
     code: int | None = None,
     message: str | None = None,
-    details: list[dict] | None = None,
+    details: list[Violation] | None = None,
     test: str | None = None,
 ) -> Entry:
     return Entry(
@@ -120,7 +122,7 @@ def report() -> ContractReport:
     return ContractReport(contract.operations())
 
 
-def fed(report: ContractReport, *entries: Entry) -> dict:
+def fed(report: ContractReport, *entries: Entry) -> Report:
     for one in entries:
         report.add(one)
     return report.to_dict()
@@ -161,7 +163,9 @@ def test_request_left_unanswered_is_counted_as_unanswered(report):
 
 def test_violating_request_is_kept_in_full_with_its_test_under_the_rule_it_broke(report):
     body = {"manifest": {"type": "model-version", "name": "m"}}
-    details = [{"location": "body", "field": "manifest", "message": "'ml_repo' is required"}]
+    details: list[Violation] = [
+        {"location": "body", "field": "manifest", "message": "'ml_repo' is required"}
+    ]
     result = fed(
         report,
         entry(
@@ -247,7 +251,7 @@ def test_large_offending_body_is_shown_cut_with_its_size(report):
         body=body, status=400, code=40001, message="bad",
     )  # fmt: skip
     shown = fed(report, offending)["operations"]["listSecretDeployments"]["violationGroups"]
-    assert shown[0]["examples"][0]["body"].endswith(f"... ({len(body)} bytes in all)")
+    assert str(shown[0]["examples"][0]["body"]).endswith(f"... ({len(body)} bytes in all)")
 
 
 def test_report_says_when_the_journal_dropped_entries(report):
@@ -269,7 +273,7 @@ def test_requests_that_broke_one_rule_are_counted_in_one_group_with_a_few_exampl
 
 
 def test_rule_of_an_item_names_the_field_without_its_index(report):
-    details = [
+    details: list[Violation] = [
         {"location": "body", "field": f"secretIds[{i}]", "message": "is too long"} for i in range(3)
     ]
     offending = entry(

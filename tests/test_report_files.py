@@ -23,7 +23,7 @@ from mock_server.http.mock import PlatformMock
 from mock_server.http.server import BackgroundServer
 from mock_server.reports import report_files
 from mock_server.reports.explain import rules_broken
-from mock_server.reports.report import ContractReport, judge
+from mock_server.reports.report import ContractReport, Report, judge
 from mock_server.reports.report_files import TargetError, targets
 from tests.budget import budget
 from tests.conftest import CONTROL_PLANE
@@ -32,7 +32,7 @@ from tests.test_report import bogus_token_request, entry, token_request
 
 
 @pytest.fixture
-def report() -> dict:
+def report() -> Report:
     """A valid request and one that broke the contract, to the same operation."""
     accumulated = ContractReport(contract.operations())
     accumulated.add(token_request())
@@ -96,7 +96,7 @@ def test_unusable_targets_are_refused(values: list[str], message: str):
     assert str(refused.value).startswith(message)
 
 
-def test_write_puts_each_format_at_its_path(report: dict, tmp_path: Path):
+def test_write_puts_each_format_at_its_path(report: Report, tmp_path: Path):
     chosen = targets([str(tmp_path / "nested" / "dir")])
     written = report_files.write(report, chosen)
     assert written == list(chosen.values())
@@ -109,18 +109,18 @@ def test_write_puts_each_format_at_its_path(report: dict, tmp_path: Path):
 # -- JUnit XML -------------------------------------------------------------------------------
 
 
-def judged(report: dict, **checks) -> dict:
+def judged(report: Report, **checks) -> Report:
     """The report with its verdict, as a run writes it."""
     options = {"fail_on_violation": False, "min_coverage": None, **checks}
     return {"verdict": judge(report, **options), **report}
 
 
-def cases(report: dict) -> dict[str, ET.Element]:
+def cases(report: Report) -> dict[str, ET.Element]:
     root = ET.fromstring(report_files.junit(report))
     return {case.get("name", ""): case for case in root.iter("testcase")}
 
 
-def test_junit_validates_against_the_junit_schema(report: dict, junit_schema):
+def test_junit_validates_against_the_junit_schema(report: Report, junit_schema):
     junit_schema.validate(report_files.junit(judged(report, fail_on_violation=True)))
 
 
@@ -132,7 +132,7 @@ def test_junit_with_every_kind_of_case_validates_against_the_junit_schema(junit_
     junit_schema.validate(report_files.junit(checked))
 
 
-def test_junit_has_a_case_per_operation_and_one_per_rule_broken(report: dict):
+def test_junit_has_a_case_per_operation_and_one_per_rule_broken(report: Report):
     names = set(cases(report))
     assert names == {
         *(f"{op} keeps the contract" for op in contract.operations()),
@@ -159,7 +159,7 @@ def test_junit_case_names_are_the_same_whatever_the_ids_in_the_requests():
     assert run("application-0000000000000001") == run("application-00000000000000ff")
 
 
-def test_junit_skips_only_the_operations_never_called(report: dict):
+def test_junit_skips_only_the_operations_never_called(report: Report):
     skipped = [name for name, case in cases(report).items() if case.find("skipped") is not None]
     assert sorted(skipped) == sorted(
         f"{op} keeps the contract"
@@ -168,7 +168,7 @@ def test_junit_skips_only_the_operations_never_called(report: dict):
     )
 
 
-def test_junit_fails_the_rule_broken_naming_its_tests_and_requests(report: dict):
+def test_junit_fails_the_rule_broken_naming_its_tests_and_requests(report: Report):
     case = cases(report)["getOrCreatePersonalAccessToken: query bogus"]
     failure = case.find("failure")
     assert failure is not None
@@ -190,18 +190,18 @@ def test_junit_fails_the_rule_broken_naming_its_tests_and_requests(report: dict)
         ),
     ],
 )
-def test_junit_fails_a_case_for_each_failing_check(report: dict, checks: dict, name: str):
+def test_junit_fails_a_case_for_each_failing_check(report: Report, checks: dict, name: str):
     case = cases(judged(report, **checks))[name]
     assert case.get("classname") == "contract.verdict"
     assert case.find("failure") is not None
 
 
-def test_junit_passes_a_check_that_passed(report: dict):
+def test_junit_passes_a_check_that_passed(report: Report):
     case = cases(judged(report, min_coverage=0.0))["the contract coverage reaches --min-coverage"]
     assert list(case) == []
 
 
-def test_junit_counts_match_its_cases(report: dict):
+def test_junit_counts_match_its_cases(report: Report):
     root = ET.fromstring(report_files.junit(judged(report, fail_on_violation=True)))
     suite = root.find("testsuite")
     assert suite is not None
@@ -231,7 +231,7 @@ def test_junit_stays_well_formed_with_control_characters_in_a_request():
 # -- Markdown --------------------------------------------------------------------------------
 
 
-def test_markdown_has_a_table_row_per_operation(report: dict):
+def test_markdown_has_a_table_row_per_operation(report: Report):
     lines = report_files.markdown(report).splitlines()
     header = lines.index(
         "| Operation | Calls | Coverage | Statuses returned | Never exercised | Violations |"
@@ -250,17 +250,17 @@ def test_markdown_has_a_table_row_per_operation(report: dict):
         ),
     ],
 )
-def test_markdown_opens_with_the_verdict(report: dict, checks: dict, heading: str):
+def test_markdown_opens_with_the_verdict(report: Report, checks: dict, heading: str):
     assert report_files.markdown(judged(report, **checks)).splitlines()[0] == heading
 
 
-def test_markdown_lists_each_check_with_its_outcome(report: dict):
+def test_markdown_lists_each_check_with_its_outcome(report: Report):
     lines = report_files.markdown(judged(report, fail_on_violation=True, min_coverage=0.0))
     assert "- ❌ 1 of 2 request(s) broke the contract (--fail-on-violation)" in lines
     assert any(line.startswith("- ✅ contract coverage") for line in lines.splitlines())
 
 
-def test_markdown_names_the_rule_broken_and_the_test(report: dict):
+def test_markdown_names_the_rule_broken_and_the_test(report: Report):
     shown = report_files.markdown(report)
     assert (
         "| `getOrCreatePersonalAccessToken` | `query bogus` | 1 | "
@@ -288,7 +288,7 @@ def test_markdown_keeps_what_a_client_sent_in_code_spans():
 
 
 @pytest.fixture(scope="module")
-def flood() -> dict:
+def flood() -> Report:
     """3,500 requests that broke the contract, each its own way, from 700 tests."""
     accumulated = ContractReport(contract.operations())
     for i in range(3500):
@@ -306,17 +306,17 @@ def flood() -> dict:
     return judged(accumulated.to_dict(), fail_on_violation=True)
 
 
-def test_flood_json_counts_every_violation_in_a_few_hundred_kib(flood: dict):
+def test_flood_json_counts_every_violation_in_a_few_hundred_kib(flood: Report):
     written = report_files.to_json(flood)
     assert json.loads(written)["summary"]["violations"] == 3500
     assert len(written.encode()) < 320 * 1024  # 300 KiB measured
 
 
-def test_flood_step_summary_stays_far_under_githubs_limit(flood: dict):
+def test_flood_step_summary_stays_far_under_githubs_limit(flood: Report):
     assert len(report_files.markdown(flood).encode()) < 100 * 1024
 
 
-def test_flood_annotations_are_ten_short_lines_at_most(flood: dict):
+def test_flood_annotations_are_ten_short_lines_at_most(flood: Report):
     found = report_files.error_annotations(flood)
     assert len(found) <= report_files.MAX_ANNOTATIONS
     assert all(len(line) < 2000 and "\n" not in line for line in found)
@@ -326,14 +326,14 @@ def test_flood_annotations_are_ten_short_lines_at_most(flood: dict):
 # -- GitHub ----------------------------------------------------------------------------------
 
 
-def test_github_appends_the_markdown_to_the_job_summary(report: dict, tmp_path: Path):
+def test_github_appends_the_markdown_to_the_job_summary(report: Report, tmp_path: Path):
     summary = tmp_path / "summary.md"
     summary.write_text("before\n")
     report_files.ci(report, {"GITHUB_STEP_SUMMARY": str(summary)})
     assert summary.read_text() == "before\n" + report_files.markdown(report)
 
 
-def test_github_annotates_each_rule_broken_under_actions(report: dict):
+def test_github_annotates_each_rule_broken_under_actions(report: Report):
     (annotation,) = report_files.ci(report, {"GITHUB_ACTIONS": "true"})
     assert annotation.startswith(
         "::error title=Contract violation%3A getOrCreatePersonalAccessToken::"
@@ -342,7 +342,7 @@ def test_github_annotates_each_rule_broken_under_actions(report: dict):
     assert "\n" not in annotation
 
 
-def test_github_annotates_each_failing_check_first(report: dict):
+def test_github_annotates_each_failing_check_first(report: Report):
     found = report_files.ci(
         judged(report, fail_on_violation=True, min_coverage=90.0), {"GITHUB_ACTIONS": "true"}
     )
@@ -353,7 +353,7 @@ def test_github_annotates_each_failing_check_first(report: dict):
     ]
 
 
-def test_github_does_nothing_outside_actions(report: dict):
+def test_github_does_nothing_outside_actions(report: Report):
     assert report_files.ci(report, {}) == []
 
 

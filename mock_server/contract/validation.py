@@ -67,7 +67,7 @@ ONE_BIG_BODY = threading.Lock()
 MAX_DETAILS = 100  # violations listed in one error body
 MAX_DEPTH = 64  # levels of nesting a JSON value may have (orjson writes at most 255)
 UTF8_CHARSETS = ("utf-8", "utf8", "us-ascii", "ascii")  # ASCII is UTF-8 too
-Detail = dict[str, t.Any]
+Detail = errors.Violation
 Ruled = tuple[str, Detail]  # a violation and the JSON Schema keyword it broke
 
 # Keywords of OpenAPI 3.0 schemas that JSON Schema does not have.
@@ -164,7 +164,11 @@ def _explained(error: ValidationError, location: str, prefix: tuple[t.Any, ...])
     if error.validator == "required":
         match = re.match(r"'(.+)' is a required property", error.message)
         name = match.group(1) if match else ""
-        detail = {"location": location, "field": _join(where, name), "message": "is required"}
+        detail: Detail = {
+            "location": location,
+            "field": _join(where, name),
+            "message": "is required",
+        }
         return [("required", detail)]
     if error.validator == "additionalProperties" and isinstance(instance, dict):
         allowed = set(schema.get("properties", {}))
@@ -351,7 +355,7 @@ def stream_violations(
     data_field = schema.get("properties", {}).get("data", {})
     data_schema, done = data_field.get("x-data-schema"), data_field.get("x-done")
     if done is not None and (not events or events[-1].get("data") != done):
-        detail = {"location": "response", "field": "event",
+        detail: Detail = {"location": "response", "field": "event",
                   "message": f"the stream does not end with {done}"}  # fmt: skip
         found.append(("const", detail))
     for index, event in enumerate(events):

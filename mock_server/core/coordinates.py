@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
+from mock_server.core import camel
 from mock_server.core.addresses import ADMIN_PREFIX
 
 CONTROL_PLANE_PREFIX = "/api/svc/v1"  # in the control plane's paths, which carry it in full
@@ -40,6 +41,19 @@ def reached_url(scheme: str, host: str, fallback: str) -> str:
     """The mock's base URL as a request reached it: its scheme and `Host` header, or
     `fallback` (the server's own address) when the Host is missing or not a host[:port]."""
     return f"{scheme}://{host}" if HOST.fullmatch(host) else fallback
+
+
+class CoordinatesWire(TypedDict):
+    """Where a served mock is, as the admin API describes a world (`spec/admin.yaml`,
+    `World`, less its id), in this order."""
+
+    url: str
+    apiUrl: str
+    gatewayUrl: str
+    adminUrl: str
+    token: str | None
+    adminToken: str
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -99,24 +113,12 @@ class Coordinates:
         except (KeyError, ValueError):
             return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CoordinatesWire:
         """As the admin API describes a world (`spec/admin.yaml`, `World`), less its id."""
-        return {
-            "url": self.url,
-            "apiUrl": self.api_url,
-            "gatewayUrl": self.gateway_url,
-            "adminUrl": self.admin_url,
-            "token": self.token,
-            "adminToken": self.admin_token,
-            "seed": self.seed,
-        }
+        return camel.to_wire(self, CoordinatesWire)
 
     @classmethod
-    def from_dict(cls, described: Mapping[str, Any]) -> Coordinates:
-        return cls(
-            url=described["url"],
-            gateway_url=described["gatewayUrl"],
-            token=described["token"],
-            admin_token=described["adminToken"],
-            seed=described["seed"],
-        )
+    def from_dict(cls, described: CoordinatesWire) -> Coordinates:
+        """The mock a world's description names (its URLs of the API and the admin API
+        follow from its `url`)."""
+        return camel.from_wire(cls, described)

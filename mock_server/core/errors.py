@@ -17,10 +17,49 @@ from these classes (`python -m tools.tables`), and a test fails while either dif
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, ClassVar, NamedTuple
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import ClassVar, NamedTuple, NotRequired, TypedDict
 
 import orjson
+
+
+class Violation(TypedDict):
+    """One way a request (or an answer) broke the contract, as an error body's `details`
+    lists it: where (`query`, `path`, `header`, `body`, `response`, `request`), the field
+    there (none for the request as a whole) and what is wrong."""
+
+    location: str
+    field: NotRequired[str]
+    message: str
+    tag: NotRequired[str]  # a tag another version holds (`TagInUse`)
+    # As the contract report and the live view explain it (`reports.explain`): what the
+    # contract has nearest ("" where it has nothing), and the value sent at its place as JSON.
+    hint: NotRequired[str]
+    sent: NotRequired[str]
+
+
+class ErrorBody(TypedDict):
+    """The platform error body, every error answer's."""
+
+    statusCode: int
+    message: str
+    code: int
+    details: list[Violation]
+
+
+class OpenAIError(TypedDict):
+    """OpenAI's error object, which a gateway error body carries too."""
+
+    message: str
+    type: str
+    param: str | None
+    code: str
+
+
+class GatewayErrorBody(ErrorBody):
+    """The body of a gateway error: the platform's fields and OpenAI's `error`."""
+
+    error: OpenAIError
 
 
 class PlatformError(Exception):
@@ -40,15 +79,15 @@ class PlatformError(Exception):
     # gateway's error object otherwise gives the platform's code as a string.
     openai_code: ClassVar[str | None] = None
 
-    def __init__(self, message: str | None = None, details: list[dict[str, Any]] | None = None):
+    def __init__(self, message: str | None = None, details: list[Violation] | None = None):
         self.message = message or self.default_message
         self.details = details or []
         super().__init__(self.message)
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorBody:
         return error_body(self.status, self.code, self.message, self.details)
 
-    def gateway_body(self) -> dict[str, Any]:
+    def gateway_body(self) -> GatewayErrorBody:
         """The body of a gateway error, in both dialects at once: the platform's fields, and
         OpenAI's `error` object (`message`, `type`, `param`, `code` as a string), from which
         `openai` and the platform's gateway SDK raise their own exception classes."""
@@ -56,7 +95,7 @@ class PlatformError(Exception):
             (d.get("field") or None for d in self.details if d.get("location") in PARAMETERS),
             None,
         )
-        error = {
+        error: OpenAIError = {
             "message": self.message,
             "type": openai_type(self.status),
             "param": param,
@@ -90,9 +129,7 @@ def openai_type(status: int) -> str:
     return OPENAI_TYPES.get(status, "server_error")
 
 
-def error_body(
-    status: int, code: int, message: str, details: list[dict[str, Any]]
-) -> dict[str, Any]:
+def error_body(status: int, code: int, message: str, details: list[Violation]) -> ErrorBody:
     return {"statusCode": status, "message": message, "code": code, "details": details}
 
 
@@ -121,16 +158,14 @@ def other_error_answer(status: int, code: int, message: str) -> ErrorAnswer:
     return _written(status, error_body(status, code, message, []), ())
 
 
-def _written(
-    status: int, body: dict[str, Any], headers: Iterable[tuple[bytes, bytes]]
-) -> ErrorAnswer:
+def _written(status: int, body: ErrorBody, headers: Iterable[tuple[bytes, bytes]]) -> ErrorAnswer:
     raw = orjson.dumps(body)
     head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(raw))]
     return ErrorAnswer(status, [*head, *headers], raw)
 
 
 async def send_error(
-    send: Callable[[dict[str, Any]], Awaitable[None]],
+    send: Callable[[MutableMapping[str, object]], Awaitable[None]],
     answer: PlatformError | ErrorAnswer,
     *,
     headers: Iterable[tuple[bytes, bytes]] = (),

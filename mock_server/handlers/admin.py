@@ -16,7 +16,8 @@ from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import render
 from mock_server.handlers.context import mock
 from mock_server.handlers.operation import operation
-from mock_server.services.faults import FaultRefused
+from mock_server.reports.report import Report
+from mock_server.services.faults import FaultRefused, FaultWire
 from mock_server.services.journal import Entry
 from mock_server.state.fixture_format import FixtureDocument
 from mock_server.view import browse, shown
@@ -309,7 +310,7 @@ def list_faults() -> dict[str, Any]:
 
 
 @operation("adminAddFault")
-def add_fault(body: FaultBody) -> tuple[dict[str, Any], int]:
+def add_fault(body: FaultBody) -> tuple[FaultWire, int]:
     try:
         rule = mock().faults.add(
             body["operationId"],
@@ -363,7 +364,7 @@ def clear_replies() -> Empty:
 
 
 @operation("adminGetReport")
-def get_report() -> dict[str, Any]:
+def get_report() -> Report:
     return mock().report.to_dict()
 
 

@@ -9,7 +9,7 @@ is a copy taken then: the journal and the world as they were when asked.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
@@ -21,6 +21,9 @@ from mock_server.services.auth import Signer, new_key
 from mock_server.services.faults import Fault, FaultRefused
 from mock_server.services.journal import Entry, Journal
 from mock_server.state import Store
+
+if TYPE_CHECKING:
+    from mock_server.reports.report import Report
 
 TIMEOUT_SECONDS = 60.0  # a reset that rebuilds a big world, or a new world, takes seconds
 
@@ -141,8 +144,8 @@ class RemoteMock:
         token: str = self._call("POST", "/tokens", json=body)["token"]
         return token
 
-    def report(self) -> dict[str, Any]:
-        found: dict[str, Any] = self._call("GET", "/report")
+    def report(self) -> Report:
+        found: Report = self._call("GET", "/report")
         return found
 
     def create_world(self, seed: int | None = None) -> tuple[str, Coordinates]:

@@ -30,12 +30,13 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any, cast
+from typing import IO, TypedDict, cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mock_server.core import escape, masking
+from mock_server.core import camel, escape, masking
 from mock_server.core.choices import LOG_FORMATS
+from mock_server.core.errors import Violation
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
 from mock_server.services.journal import Entry
@@ -44,6 +45,23 @@ LOGGER_NAME = "platform_mock.requests"
 logger = logging.getLogger(LOGGER_NAME)
 FORMATS = LOG_FORMATS
 UNAUTHENTICATED = "-"
+
+
+class RequestLineWire(TypedDict):
+    """A request line as a JSON line of the log writes it, in this order (its `time` first)."""
+
+    method: str
+    path: str
+    query: str
+    status: int | None
+    operationId: str | None
+    durationMs: float
+    caller: str
+    code: int | None
+    message: str | None
+    violations: list[Violation]
+    fault: str | None
+    dropped: bool
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass is slower to make, once per request
@@ -67,24 +85,14 @@ class RequestLine:
     def __str__(self) -> str:
         return render_text(self, colour=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "path": self.path,
-            "query": self.query,
-            "status": self.status,
-            "operationId": self.operation_id,
-            "durationMs": self.duration_ms,
-            "caller": self.caller,
-            "code": self.code,
-            "message": self.message,
-            "violations": [
-                {"location": location, "field": field, "message": message}
-                for location, field, message in self.violations
-            ],
-            "fault": self.fault,
-            "dropped": self.dropped,
-        }
+    def to_dict(self) -> RequestLineWire:
+        wire = camel.to_wire(self, RequestLineWire)
+        # Kept as tuples, shown as the error body's violations (in their place in the line).
+        wire["violations"] = [
+            {"location": location, "field": field, "message": message}
+            for location, field, message in self.violations
+        ]
+        return wire
 
 
 def caller_of(scope: Scope) -> str:
@@ -130,7 +138,7 @@ def _emit(level: int, line: RequestLine) -> None:
     logger.handle(logger.makeRecord(LOGGER_NAME, level, __file__, 0, line, (), None))
 
 
-async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> Any:
+async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
     """Serve a request outside the platform's API (the admin API, the docs) through `app`,
     logging it at DEBUG when that level is on."""
     if scope["type"] != "http" or not logger.isEnabledFor(logging.DEBUG):
@@ -252,7 +260,7 @@ class JSONFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         moment = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
-        fields: dict[str, Any] = {"time": moment.replace("+00:00", "Z")}
+        fields: dict[str, object] = {"time": moment.replace("+00:00", "Z")}
         if isinstance(record.msg, RequestLine):
             fields.update(record.msg.to_dict())
         else:

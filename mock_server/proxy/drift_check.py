@@ -21,14 +21,15 @@ own world, as that example.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
 
 from mock_server.contract import documents as contract
 from mock_server.core.coordinates import CONTROL_PLANE_PREFIX
+from mock_server.core.jsonvalue import JsonValue
 from mock_server.handlers import catalog
 from mock_server.proxy.forward import Proxy
 from mock_server.reports.drift import ERROR_CODE, STATUS, Difference, ProxiedExchange
@@ -69,11 +70,11 @@ class _Client:
         method: str,
         path: str,
         *,
-        params: dict[str, Any] | None = None,
-        json: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        json: JsonValue = None,
         token: bool = True,
         expected: _Expected | None = None,
-    ) -> Any:
+    ) -> JsonValue:
         """The answer's JSON (None if it has none, or the target gave no answer)."""
         headers = {"Authorization": f"Bearer {self.token}"} if token else {}
         journal = self.proxy.journal
@@ -89,7 +90,8 @@ class _Client:
         if expected is not None and isinstance(exchange, ProxiedExchange):
             self._judge(exchange, expected)
         try:
-            return response.json() if response.status_code < 300 else None
+            answer: JsonValue = response.json() if response.status_code < 300 else None
+            return answer
         except ValueError:
             return None
 
@@ -129,17 +131,19 @@ async def _requests(client: _Client, proxy: Proxy, asked: Asked) -> None:
     await client.send("GET", f"{api}/tenant-id", params={"hostName": host}, token=False)
     session = await client.send("GET", f"{api}/session")
     user = session.get("user") if isinstance(session, dict) else None
-    subjects: list[tuple[Any, Any]] = []
+    subjects: list[tuple[JsonValue, JsonValue]] = []
     if isinstance(user, dict):
         subjects.append((user.get("subjectType"), user.get("id")))
-        subjects += [("team", team.get("id")) for team in user.get("teams") or ()]
+        teams = user.get("teams")  # what the target answered: read with a check, as all of it
+        if isinstance(teams, list):
+            subjects += [("team", team.get("id")) for team in teams if isinstance(team, dict)]
     for subject_type, subject_id in subjects:
         if isinstance(subject_type, str) and isinstance(subject_id, str):
             query = {"subjectType": subject_type, "subjectId": subject_id}
             await client.send("GET", f"{api}/role-bindings/generate-manifest", params=query)
     for job in asked.jobs:
         for page in range(asked.max_pages):
-            pages: dict[str, Any] = {"limit": PAGE, "offset": page * PAGE}
+            pages = {"limit": PAGE, "offset": page * PAGE}
             runs = await client.send("GET", f"{api}/jobs/{quote(job, safe='')}/runs", params=pages)
             if not isinstance(runs, dict) or not runs.get("data"):
                 break
@@ -183,7 +187,8 @@ async def _named_by_answers(client: _Client, asked: Asked) -> None:
     api = CONTROL_PLANE_PREFIX
     for job in asked.jobs:
         application = await client.send("GET", f"{api}/apps/{quote(job, safe='')}")
-        fqn = (application.get("data") or {}).get("fqn") if isinstance(application, dict) else None
+        data = application.get("data") if isinstance(application, dict) else None
+        fqn = data.get("fqn") if isinstance(data, dict) else None
         if isinstance(fqn, str):
             await client.send("GET", f"{api}/fqn/app", params={"fqn": fqn})
     for versions, owners, owner in (

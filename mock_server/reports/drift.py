@@ -23,9 +23,10 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from typing import Any
+from typing import NotRequired, Required, TypedDict
 
 from mock_server.contract import documents as contract
 from mock_server.contract.documents import Operation
@@ -38,12 +39,14 @@ from mock_server.contract.validation import (
     stream_events,
     stream_violations,
 )
-from mock_server.core import errors
+from mock_server.core import camel, errors
+from mock_server.core.errors import Violation
+from mock_server.core.jsonvalue import JsonValue
 from mock_server.core.masking import last_word, masked, masked_text
 from mock_server.core.media import media_type
 from mock_server.reports.explain import rule_names
-from mock_server.reports.report import percent
-from mock_server.services.journal import Entry, mask_body, read_body
+from mock_server.reports.report import Check, Verdict, percent
+from mock_server.services.journal import Entry, EntryWire, mask_body, read_body
 
 # The kinds of difference, as the report names them.
 STATUS = "status"  # a status the operation does not document
@@ -73,6 +76,108 @@ MAX_UNCOVERED = 50  # distinct requests the contract does not cover kept by name
 MAX_SHOWN_TEXT = 300  # characters of any text of an example
 _INDEXES = re.compile(r"\[[0-9]+\]|\.[0-9]+(?=\.|$)")
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[([0-9]+)\]")
+
+
+# -- the report as JSON (`DriftReport.to_dict`), which every format is written from ----------
+
+
+class DifferenceWire(TypedDict):
+    kind: str
+    field: str
+    found: str
+    message: str
+
+
+class DriftExample(TypedDict, total=False):
+    """The first request of a group, as a report shows it: the request and the status
+    answered, and what the group is of (a difference's field, a failure's message, the
+    problems of a request that broke the contract)."""
+
+    request: Required[str]
+    status: Required[int | None]
+    field: str
+    message: str
+    problems: list[Violation]
+
+
+class DriftDifference(TypedDict):
+    """Answers of one operation that showed one difference."""
+
+    kind: str
+    field: str
+    found: str
+    count: int
+    message: str
+    example: DriftExample
+
+
+class DriftFailure(TypedDict):
+    kind: str
+    count: int
+    example: DriftExample
+
+
+class DriftViolation(TypedDict):
+    rule: str
+    count: int
+    example: DriftExample
+
+
+class DriftOperation(TypedDict):
+    verdict: str  # drifts, agrees, not checked
+    calls: int
+    answersChecked: int
+    answersUnchecked: int
+    statuses: dict[str, int]
+    differences: list[DriftDifference]
+    otherDifferences: int
+    failures: list[DriftFailure]
+    requestViolations: list[DriftViolation]
+
+
+class DriftSummary(TypedDict):
+    requests: int
+    answersChecked: int
+    answersUnchecked: int
+    differences: int
+    operationsDrifting: list[str]
+    operationsChecked: int
+    operationsInContract: int
+    operationsNotChecked: list[str]
+    checkedPercent: float
+    timeouts: int
+    tooSlow: int
+    tooLarge: int
+    targetErrors: int
+    requestViolations: int
+    uncovered: int
+
+
+class Uncovered(TypedDict):
+    requests: dict[str, int]  # by `METHOD path`, the most first
+    others: int
+
+
+class DriftReportWire(TypedDict):
+    """The drift report as JSON; `drift` puts its `verdict` first."""
+
+    verdict: NotRequired[Verdict]
+    target: str
+    summary: DriftSummary
+    operations: dict[str, DriftOperation]
+    uncovered: Uncovered
+
+
+class ProxiedWire(EntryWire):
+    """A proxied exchange as the proxy's admin API answers it: an entry's, and what came
+    back and what the checks found."""
+
+    responseType: str
+    responseBody: JsonValue
+    requestProblems: list[Violation]
+    differences: list[DifferenceWire]
+    failure: str | None
+    unchecked: str | None
 
 
 @dataclass(frozen=True)
@@ -106,13 +211,8 @@ class Difference:
             masked_text(message, credentials),
         )
 
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "kind": self.kind,
-            "field": self.field,
-            "found": self.found,
-            "message": self.message,
-        }
+    def to_dict(self) -> DifferenceWire:
+        return camel.to_wire(self, DifferenceWire)
 
 
 @dataclass
@@ -123,7 +223,9 @@ class ProxiedExchange(Entry):
     (credentials masked, cut at the journal's limit), and what the checks found."""
 
     response_type: str = ""
-    response_body: bytes = b""
+    # The target's answer as it came: not the entry's `response_body`, the mock's own answer
+    # read as JSON, which a proxy never gives.
+    response_body: bytes = b""  # type: ignore[assignment]
     request_problems: list[Detail] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
     failure: str | None = None  # one of FAILURES: the target gave no answer to check
@@ -147,7 +249,7 @@ class ProxiedExchange(Entry):
         found = sum(len(d.field) + len(d.found) + len(d.message) for d in self.differences)
         return super().size + len(self.response_body) + 2 * found
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ProxiedWire:
         return {
             **super().to_dict(),
             "responseType": self.response_type,
@@ -191,9 +293,11 @@ def check(
     schema = content[media].get("schema") or {}
     try:
         text = body.decode("utf-8")
+        value: object  # a stream's events, or JSON: each difference's value is read from it
         if media == "text/event-stream":
-            value: Any = stream_events(body)
-            found = stream_violations(schema, value, ResponseValidator)
+            events = stream_events(body)
+            found = stream_violations(schema, events, ResponseValidator)
+            value = events
         else:
             value = read_json(text)
             found = ruled_violations(compiled(schema, ResponseValidator), value, "response")
@@ -205,7 +309,7 @@ def check(
     return differences
 
 
-def _classified(keyword: str, detail: Detail, body: Any) -> Difference:
+def _classified(keyword: str, detail: Detail, body: object) -> Difference:
     kind = _BY_KEYWORD.get(keyword, VALUE)
     where = str(detail.get("field", ""))
     found = ""
@@ -215,7 +319,7 @@ def _classified(keyword: str, detail: Detail, body: Any) -> Difference:
     return Difference(kind, where, found, _clip(str(detail.get("message", ""))))
 
 
-def _error_code(status: int, body: dict[str, Any]) -> list[Difference]:
+def _error_code(status: int, body: Mapping[str, object]) -> list[Difference]:
     found = []
     code, status_code = body.get("code"), body.get("statusCode")
     allowed = error_codes().get(status, frozenset())
@@ -233,7 +337,7 @@ def _error_code(status: int, body: dict[str, Any]) -> list[Difference]:
     return found
 
 
-def _at(value: Any, path: str) -> Any:
+def _at(value: object, path: str) -> object:
     """The value at a field path (`data[2].status`) of a body; None if there is none."""
     for name, index in _PATH_PART.findall(path):
         if index and isinstance(value, list) and int(index) < len(value):
@@ -247,7 +351,7 @@ def _at(value: Any, path: str) -> Any:
     return value
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -261,7 +365,7 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     return value if isinstance(value, str) else repr(value)
 
 
@@ -272,7 +376,7 @@ def _clip(text: str, limit: int = MAX_SHOWN_TEXT) -> str:
 # -- the report ------------------------------------------------------------------------------
 
 
-def _example(exchange: ProxiedExchange) -> dict[str, Any]:
+def _example(exchange: ProxiedExchange) -> DriftExample:
     """An exchange as a report shows it: the request and the status answered."""
     query = "&".join(f"{k}={v}" for k, values in exchange.query.items() for v in values)
     target = f"{exchange.path}?{query}" if query else exchange.path
@@ -286,7 +390,7 @@ def _example(exchange: ProxiedExchange) -> dict[str, Any]:
 class _Group:
     """Answers that showed one difference, or requests that broke one rule, or failed alike."""
 
-    first: dict[str, Any]
+    first: DriftExample
     count: int = 0
 
 
@@ -341,7 +445,10 @@ class DriftReport:
             broke = exchange.violation and not exchange.expected
             usage.violating += broke
             for rule in rule_names(exchange.request_problems) if broke else ():
-                example = {**_example(exchange), "problems": exchange.request_problems[:10]}
+                example: DriftExample = {
+                    **_example(exchange),
+                    "problems": exchange.request_problems[:10],
+                }
                 usage.violations.setdefault(_clip(rule), _Group(example)).count += 1
             self._differences(usage, exchange, exchange.differences)
 
@@ -366,7 +473,7 @@ class DriftReport:
                 usage.other_differences += 1
                 continue
             if group is None:
-                example = {**_example(exchange), "field": difference.field}
+                example: DriftExample = {**_example(exchange), "field": difference.field}
                 group = usage.differences[key] = _Group({**example, "message": difference.message})
             group.count += 1
 
@@ -377,7 +484,7 @@ class DriftReport:
         else:
             self._other_uncovered += 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DriftReportWire:
         with self._lock:
             operations = {op: _operation_dict(usage) for op, usage in self._usage.items()}
             checked = [op for op, usage in self._usage.items() if usage.checked]
@@ -420,7 +527,7 @@ class DriftReport:
             }
 
 
-def _operation_dict(usage: _Operation) -> dict[str, Any]:
+def _operation_dict(usage: _Operation) -> DriftOperation:
     if usage.differences or usage.other_differences:
         verdict = "drifts"
     else:
@@ -439,7 +546,7 @@ def _operation_dict(usage: _Operation) -> dict[str, Any]:
                 "found": found,
                 "count": group.count,
                 "message": group.first["message"],
-                "example": {k: v for k, v in group.first.items() if k != "message"},
+                "example": _without_message(group.first),
             }
             for (kind, where, found), group in groups
         ],
@@ -455,7 +562,14 @@ def _operation_dict(usage: _Operation) -> dict[str, Any]:
     }
 
 
-def judge(report: dict[str, Any]) -> dict[str, Any]:
+def _without_message(example: DriftExample) -> DriftExample:
+    """A difference's example less its message, which the difference says itself."""
+    shown = example.copy()
+    shown.pop("message", None)
+    return shown
+
+
+def judge(report: DriftReportWire) -> Verdict:
     """The verdict on a drift report (`to_dict()`): PASSED when the target answered and
     every answer checked agreed with the contract. Two checks decide it, `drift` (no
     difference) and `target` (every request answered, and at least one answer checked);
@@ -470,12 +584,16 @@ def judge(report: dict[str, Any]) -> dict[str, Any]:
         )
     else:
         said = f"every answer checked ({checked}) agrees with the contract"
-    checks = [{"check": "drift", "passed": not differences, "summary": said}]
-    ways = {"timeouts": "timed out", "tooSlow": "too slow", "tooLarge": "too large"}
-    ways["targetErrors"] = "failed"
-    failed = sum(summary[key] for key in ways)
+    checks: list[Check] = [{"check": "drift", "passed": not differences, "summary": said}]
+    ways = {  # how many requests the target failed to answer, by how
+        "timed out": summary["timeouts"],
+        "too slow": summary["tooSlow"],
+        "too large": summary["tooLarge"],
+        "failed": summary["targetErrors"],
+    }
+    failed = sum(ways.values())
     if failed:
-        said = ", ".join(f"{summary[key]} {way}" for key, way in ways.items() if summary[key])
+        said = ", ".join(f"{count} {way}" for way, count in ways.items() if count)
         answered = (
             f"the target failed to answer {failed} request(s) ({said}): not drift, and not checked"
         )
@@ -505,6 +623,6 @@ def judge(report: dict[str, Any]) -> dict[str, Any]:
     return {"passed": all(c["passed"] for c in checks), "checks": checks, "notes": notes}
 
 
-def drifted(verdict: dict[str, Any]) -> bool:
+def drifted(verdict: Verdict) -> bool:
     """Whether a verdict found drift (rather than only a target that failed to answer)."""
     return any(c["check"] == "drift" and not c["passed"] for c in verdict["checks"])

@@ -11,9 +11,10 @@ leaves through `mock_server.core.escape` like everything else the mock prints.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from mock_server.core import escape
+from mock_server.reports.drift import DifferenceWire, DriftExample, DriftReportWire
+from mock_server.reports.report import Verdict
 from mock_server.reports.report_files import (
     MAX_ANNOTATIONS,
     MAX_SUMMARY_RULES,
@@ -34,7 +35,7 @@ CHECK_NAMES = {
 }
 
 
-def verdict_line(verdict: dict[str, Any]) -> str:
+def verdict_line(verdict: Verdict) -> str:
     """The verdict in one line: PASSED or FAILED, then every check and note."""
     word = "PASSED" if verdict["passed"] else "FAILED"
     failing = [c["summary"] for c in verdict["checks"] if not c["passed"]]
@@ -42,7 +43,7 @@ def verdict_line(verdict: dict[str, Any]) -> str:
     return f"{word}: {'; '.join(failing + passing + verdict['notes'])}"
 
 
-def difference_name(difference: dict[str, Any]) -> str:
+def difference_name(difference: DifferenceWire) -> str:
     """A difference as one line, named alike in every run: its kind, field and what was
     found (as the target sent it: the caller escapes it for its sink)."""
     parts = [difference["kind"], difference["field"]]
@@ -53,13 +54,13 @@ def difference_name(difference: dict[str, Any]) -> str:
     return " ".join(part for part in parts if part)
 
 
-def _example_line(example: dict[str, Any], message: str = "") -> str:
+def _example_line(example: DriftExample, message: str = "") -> str:
     status = "no answer" if example.get("status") is None else str(example["status"])
     line = f"{example['request']} -> {status}"
     return f"{line}: {message}" if message else line
 
 
-def text(report: dict[str, Any]) -> str:
+def text(report: DriftReportWire) -> str:
     """What a terminal shows: the verdict, then each operation with what differs."""
     verdict = report.get("verdict")
     summary = report["summary"]
@@ -105,7 +106,7 @@ def text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit(report: dict[str, Any]) -> str:
+def junit(report: DriftReportWire) -> str:
     """JUnit XML that validates against junit-10.xsd, with names that stay the same from run
     to run: a case per check of the verdict, a case per operation (skipped when no answer of
     it was checked), a failing case per difference found and an erring case per way the
@@ -141,7 +142,7 @@ def junit(report: dict[str, Any]) -> str:
     return document.xml()
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: DriftReportWire) -> str:
     """A job summary: the verdict and its checks, a table of operations, then the
     differences (the most seen first, up to MAX_SUMMARY_RULES) and the target's failures."""
     verdict = report.get("verdict")
@@ -208,7 +209,7 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+RENDERERS: dict[str, Callable[[DriftReportWire], str]] = {
     "json": to_json,
     "text": text,
     "junit": junit,
@@ -216,14 +217,14 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def ci(report: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+def ci(report: DriftReportWire, environ: dict[str, str] | None = None) -> list[str]:
     """What the CI system the environment names shows of a drift report: the Markdown as its
     job summary, and a failure per difference, the most seen first, at most
     MAX_ANNOTATIONS (`report_files.to_ci`)."""
     return to_ci(markdown(report), lambda: failures(report), "Platform API drift", environ)
 
 
-def failures(report: dict[str, Any]) -> list[Failure]:
+def failures(report: DriftReportWire) -> list[Failure]:
     """A failure per difference, the most seen first, at most MAX_ANNOTATIONS."""
     found = sorted(
         (
@@ -245,6 +246,6 @@ def failures(report: dict[str, Any]) -> list[Failure]:
     ]
 
 
-def error_annotations(report: dict[str, Any]) -> list[str]:
+def error_annotations(report: DriftReportWire) -> list[str]:
     """GitHub's `::error` annotation per difference (`failures`)."""
     return [github_annotation(failure) for failure in failures(report)]

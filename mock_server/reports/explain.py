@@ -15,10 +15,13 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TypedDict
 
 from mock_server.contract.documents import Operation
 from mock_server.core import errors
+from mock_server.core.errors import Violation
+from mock_server.core.jsonvalue import JsonValue
 from mock_server.services.journal import Entry
 
 _ITEM = re.compile(r"\[[0-9]+\]$")
@@ -26,6 +29,13 @@ _INDEX = re.compile(r"\[[0-9]+\]")
 _STEP = re.compile(r"\[([0-9]+)\]|([^.\[\]]+)")
 CUTOFF = 0.6  # how alike two names must be for one to be offered for the other (difflib)
 MAX_SHOWN_DETAILS = 10  # violations of one request named and explained
+
+
+class RuleBroken(TypedDict):
+    """A rule a request broke, with its violations, each with its hint (`rules`)."""
+
+    rule: str
+    violations: list[Violation]
 
 
 def rules_broken(entry: Entry) -> list[str]:
@@ -37,7 +47,7 @@ def rules_broken(entry: Entry) -> list[str]:
     return rule_names(entry.details) or [f"{entry.code}: {errors.condition(entry.code)}"]
 
 
-def rule_names(details: list[dict[str, Any]]) -> list[str]:
+def rule_names(details: Sequence[Violation]) -> list[str]:
     """The rules a request's violations (`details`) broke, named as `rules_broken` names
     them: the place in the request, indexes dropped, values kept out."""
     named = []
@@ -48,7 +58,7 @@ def rule_names(details: list[dict[str, Any]]) -> list[str]:
     return named
 
 
-def rule_name(detail: dict[str, Any]) -> str:
+def rule_name(detail: Violation) -> str:
     """The rule one violation broke, as `rules_broken` names it ("" if it names no place)."""
     field_ = _INDEX.sub("[]", str(detail.get("field", "")))
     return " ".join(part for part in (str(detail.get("location", "")), field_) if part)
@@ -56,18 +66,18 @@ def rule_name(detail: dict[str, Any]) -> str:
 
 def explained(
     entry: Entry, operations: dict[str, Operation], gateway_prefix: str
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[Violation], str]:
     """The request's violations (the first MAX_SHOWN_DETAILS), each with its `hint` ("" where
     the contract has none) and, where the request held a value at its place, that value as
     JSON as `sent` (a query, path or header value is a string); and the hint for the
     condition it met when it broke no rule of a place (no route, no such method)."""
     operation = operations.get(entry.operation_id or "")
-    body: list[Any] = []  # read once, if a violation is in the body
-    shown = []
+    body: list[JsonValue] = []  # read once, if a violation is in the body
+    shown: list[Violation] = []
     for detail in entry.details[:MAX_SHOWN_DETAILS]:
         location, field = str(detail.get("location", "")), str(detail.get("field", ""))
         message = str(detail.get("message", ""))
-        one = {**detail, "hint": _hint(location, field, message, operation)}
+        one: Violation = {**detail, "hint": _hint(location, field, message, operation)}
         if location == "body" and not body:
             body.append(entry.body)
         value = _sent(entry, location, field, body[0] if body else None)
@@ -78,41 +88,42 @@ def explained(
     return shown, condition
 
 
-def _sent(entry: Entry, location: str, field: str, body: Any) -> str | None:
+def _sent(entry: Entry, location: str, field: str, body: JsonValue) -> str | None:
     """The value a request held at a violation's place, as JSON, if it held one there."""
     steps = [(int(index) if index else name) for index, name in _STEP.findall(field)]
-    found: Any = None
+    found: JsonValue = None
     if location == "query" and steps and isinstance(steps[0], str):
         values = entry.query.get(steps[0])
         if values and len(steps) > 1 and isinstance(steps[1], int):
             found = values[steps[1]] if steps[1] < len(values) else None
         elif values:
-            found = values[0] if len(values) == 1 else values
+            found = values[0] if len(values) == 1 else [*values]
     elif location == "path":
         found = entry.path_params.get(field)
     elif location == "header":
         found = entry.headers.get(field.lower())
     elif location == "body":
         found = body
-        for step in steps:
-            in_list = isinstance(step, int) and isinstance(found, list) and step < len(found)
-            if not (in_list or (isinstance(found, dict) and step in found)):
-                return None
-            found = found[step]
+        for step in steps:  # an index into a list, a name (the only keys of JSON) of a dict
+            if isinstance(found, list) and isinstance(step, int) and step < len(found):
+                found = found[step]
+                continue
+            if isinstance(found, dict) and isinstance(step, str) and step in found:
+                found = found[step]
+                continue
+            return None
         if found is None:
             return "null"
     return None if found is None else json.dumps(found, ensure_ascii=False)
 
 
-def rules(
-    entry: Entry, operations: dict[str, Operation], gateway_prefix: str
-) -> list[dict[str, Any]]:
+def rules(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) -> list[RuleBroken]:
     """Each rule the request broke, `{"rule", "violations": [{location, field, message,
     hint}]}`; [] when it broke none (an answer a fault injected breaks nothing)."""
     if not entry.violation:
         return []
     operation = operations.get(entry.operation_id or "")
-    found: dict[str, list[dict[str, Any]]] = {name: [] for name in rules_broken(entry)}
+    found: dict[str, list[Violation]] = {name: [] for name in rules_broken(entry)}
     for detail in entry.details:
         location, field = str(detail.get("location", "")), str(detail.get("field", ""))
         message = str(detail.get("message", ""))

@@ -17,14 +17,16 @@ import json
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict, overload
 
 from mock_server.contract.documents import Operation
+from mock_server.core.errors import Violation
+from mock_server.core.jsonvalue import JsonValue
 from mock_server.reports import explain, reproduce
 from mock_server.reports.explain import MAX_SHOWN_DETAILS, rules_broken
-from mock_server.services.journal import Entry, read_body
+from mock_server.services.journal import Entry, JournalStats, read_body
 
 UNROUTED = "(no operation)"
 MAX_VALUES = 20  # distinct values kept per parameter, and unknown parameter names per operation
@@ -36,7 +38,101 @@ MAX_SHOWN_BODY = 1024  # bytes of an offending request's body kept in the report
 MAX_SHOWN_TEXT = 500  # characters of each text of an offending request kept in the report
 
 
-def _example_key(example: dict[str, Any]) -> tuple[str, str, str]:
+# -- the report as JSON (`ContractReport.to_dict`), which every format is written from -------
+
+
+class ViolationExample(TypedDict):
+    """An offending request kept in full: what was sent (its texts clipped) and answered;
+    one the report keeps is explained (`hint`, `curl`, each violation's `hint` and `sent`)."""
+
+    test: str | None
+    request: str
+    query: dict[str, list[str]]
+    body: JsonValue
+    status: int | None
+    code: int | None
+    message: str | None
+    details: list[Violation]
+    hint: NotRequired[str]
+    curl: NotRequired[str]
+
+
+class ViolationGroup(TypedDict):
+    """The requests that broke one rule of one operation."""
+
+    rule: str
+    status: int | None
+    code: int | None
+    count: int
+    tests: dict[str, int]  # requests by test, the most first
+    otherTests: int
+    examples: list[ViolationExample]
+
+
+class CoverageFigures(TypedDict):
+    covered: int
+    total: int
+    percent: float
+
+
+class Coverage(CoverageFigures):
+    """What of one operation's contract the requests met, and what they did not."""
+
+    statusesReturned: list[int]
+    statusesNotReturned: list[int]
+    parametersSent: list[str]
+    parametersNotSent: list[str]
+    enumValuesSent: dict[str, list[str]]
+    enumValuesNotSent: dict[str, list[str]]
+
+
+class OperationUsage(TypedDict):
+    """What the requests did to one operation (or to none: UNROUTED, with no coverage)."""
+
+    calls: int
+    statuses: dict[str, int]
+    violations: int
+    expectedViolations: int
+    violationGroups: list[ViolationGroup]
+    parametersExercised: dict[str, list[str]]
+    parametersNotExercised: list[str]
+    coverage: NotRequired[Coverage]
+
+
+class Summary(TypedDict):
+    requests: int
+    violations: int
+    expectedViolations: int
+    operationsCalled: int
+    operationsInContract: int
+    operationsNotCalled: list[str]
+    coverage: CoverageFigures
+
+
+class Check(TypedDict):
+    """One check of a verdict: what it checked, whether it passed, and why, in words."""
+
+    check: str
+    passed: bool
+    summary: str
+
+
+class Verdict(TypedDict):
+    passed: bool
+    checks: list[Check]
+    notes: list[str]
+
+
+class Report(TypedDict):
+    """The contract report as JSON; a run that judged it puts its `verdict` first."""
+
+    verdict: NotRequired[Verdict]
+    summary: Summary
+    operations: dict[str, OperationUsage]
+    journal: JournalStats  # the report counts every request; the journal kept the newest
+
+
+def _example_key(example: ViolationExample) -> tuple[str, str, str]:
     """The order examples are chosen in: by test, request, then all they hold, so that the
     same requests give the same examples whatever order they arrived in (pytest-xdist's
     workers, parallel Node files)."""
@@ -44,7 +140,7 @@ def _example_key(example: dict[str, Any]) -> tuple[str, str, str]:
     return (example.get("test") or "", example["request"], whole)
 
 
-def _kept_least(kept: dict[str, Any], key: str, cap: int) -> str | None:
+def _kept_least(kept: Mapping[str, object], key: str, cap: int) -> str | None:
     """Whether `key` may join `kept` (at most `cap` keys, the least in order): None if it may
     (room left, or it comes before the greatest kept key, which it then displaces: returned
     as that key, for the caller to count elsewhere), else `key` itself (it stays out). A set
@@ -67,9 +163,9 @@ class _Rule:
     count: int = 0
     tests: Counter[str] = field(default_factory=Counter)  # requests per test, for MAX_TESTS tests
     other_tests: int = 0  # requests of tests past those
-    examples: list[dict[str, Any]] = field(default_factory=list)
+    examples: list[ViolationExample] = field(default_factory=list)
 
-    def keeps(self, example: dict[str, Any]) -> bool:
+    def keeps(self, example: ViolationExample) -> bool:
         """Whether `add` may keep this example: room is left, or it comes before the last kept
         by test and request (the leading part of `_example_key`). One it cannot keep need
         not be explained (`ContractReport._explain`)."""
@@ -77,7 +173,13 @@ class _Rule:
             return True
         return _example_key(example)[:2] <= max(_example_key(e)[:2] for e in self.examples)
 
-    def add(self, count: int, tests: dict[str, int], other_tests: int, examples: list[Any]) -> None:
+    def add(
+        self,
+        count: int,
+        tests: Mapping[str, int],
+        other_tests: int,
+        examples: list[ViolationExample],
+    ) -> None:
         self.count += count
         self.other_tests += other_tests
         for test, n in tests.items():
@@ -91,7 +193,7 @@ class _Rule:
         chosen = sorted([*self.examples, *examples], key=_example_key)
         self.examples = chosen[:MAX_EXAMPLES]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ViolationGroup:
         return {
             "rule": self.rule,
             "status": self.status,
@@ -142,7 +244,7 @@ class ContractReport:
         self._lock = threading.Lock()
         self._usage: dict[str, _Usage] = {op: _Usage() for op in operations}
         # What the journal's byte budget cost (set by the mock that owns both).
-        self.journal_stats: Callable[[], dict[str, int]] | None = None
+        self.journal_stats: Callable[[], JournalStats] | None = None
         self._absorbed_drops = 0
 
     def add(self, entry: Entry) -> None:
@@ -163,7 +265,7 @@ class ContractReport:
                 usage.expected_violations += 1
             elif entry.violation:
                 usage.violation_count += 1
-                example = {
+                example: ViolationExample = {
                     "test": entry.test,
                     "request": _clip(f"{entry.method} {entry.path}"),
                     "query": {
@@ -183,7 +285,7 @@ class ContractReport:
                         self._explain(example, entry)
                     rule.add(1, tests, 0, [example])
 
-    def _explain(self, example: dict[str, Any], entry: Entry) -> None:
+    def _explain(self, example: ViolationExample, entry: Entry) -> None:
         """What a reviewer fixes from, added to an example the report keeps (only to those:
         the nearest route is looked for among every route): each violation's value sent and
         hint, the condition's hint, and a `curl` line that sends the request again."""
@@ -231,7 +333,7 @@ class ContractReport:
                     seen.discard(greatest)
                     seen.add(value)
 
-    def absorb(self, other: dict[str, Any]) -> None:
+    def absorb(self, other: Report) -> None:
         """Adds another report's figures (`to_dict()` of a pytest-xdist worker's) to this one."""
         with self._lock:
             for op_id, theirs in other["operations"].items():
@@ -263,9 +365,9 @@ class ContractReport:
         with self._lock:
             return sum(u.violation_count for u in self._usage.values())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Report:
         with self._lock:
-            operations: dict[str, dict[str, Any]] = {}
+            operations: dict[str, OperationUsage] = {}
             for op_id, usage in self._usage.items():
                 declared = self._operations.get(op_id)
                 used = sorted(usage.parameters)
@@ -289,7 +391,7 @@ class ContractReport:
             called = [op for op in self._operations if self._usage[op].calls]
             covered = sum(operations[op]["coverage"]["covered"] for op in self._operations)
             total = sum(operations[op]["coverage"]["total"] for op in self._operations)
-            journal = self.journal_stats() if self.journal_stats else {}
+            journal: JournalStats = self.journal_stats() if self.journal_stats else {}
             journal["droppedEntries"] = journal.get("droppedEntries", 0) + self._absorbed_drops
             return {
                 "summary": {
@@ -336,7 +438,7 @@ def percent(part: int, whole: int) -> float:
     return math.floor(1000 * part / whole) / 10 if whole else 100.0
 
 
-def _coverage(declared: Operation, usage: _Usage) -> dict[str, Any]:
+def _coverage(declared: Operation, usage: _Usage) -> Coverage:
     """What of one operation's contract the requests met: each documented status returned,
     each query parameter sent, each value of an enum parameter sent (by requests that kept
     the contract, for parameters and values)."""
@@ -367,7 +469,7 @@ def _coverage(declared: Operation, usage: _Usage) -> dict[str, Any]:
 
 
 def judge(
-    report: dict[str, Any],
+    report: Report,
     *,
     fail_on_violation: bool,
     min_coverage: float | None,
@@ -375,7 +477,7 @@ def judge(
     command: str | None = None,
     require_requests: bool | None = None,
     opt_outs: bool = False,
-) -> dict[str, Any]:
+) -> Verdict:
     """The verdict on a report (`to_dict()`): PASSED or FAILED, and each check that decided
     it, with the options named as the run named them (`--platform-mock-` under pytest).
     `command`, for `platform-mock run`, says how the command ended ("" when it passed).
@@ -391,7 +493,7 @@ def judge(
     figures = summary["coverage"]
     if require_requests is None:
         require_requests = fail_on_violation
-    checks: list[dict[str, Any]] = []
+    checks: list[Check] = []
     notes: list[str] = []
     if command is not None:
         checks.append(
@@ -441,12 +543,12 @@ def judge(
     }
 
 
-def reasons(verdict: dict[str, Any]) -> list[str]:
+def reasons(verdict: Verdict) -> list[str]:
     """Why a verdict failed: one line per failing check."""
     return [check["summary"] for check in verdict["checks"] if not check["passed"]]
 
 
-def verdict_line(verdict: dict[str, Any]) -> str:
+def verdict_line(verdict: Verdict) -> str:
     """The verdict in one line: PASSED or FAILED, then every check and note."""
     word = "PASSED" if verdict["passed"] else "FAILED"
     failing = reasons(verdict)
@@ -456,12 +558,12 @@ def verdict_line(verdict: dict[str, Any]) -> str:
     return f"{word}{unchecked}: {'; '.join(said)}"
 
 
-def coverage(report: dict[str, Any]) -> float:
+def coverage(report: Report) -> float:
     """The session's coverage figure, in percent (of `to_dict()`)."""
     return float(report["summary"]["coverage"]["percent"])
 
 
-def gaps(report: dict[str, Any]) -> list[str]:
+def gaps(report: Report) -> list[str]:
     """What the requests never exercised, one line per operation (of `to_dict()`)."""
     lines = []
     for op_id, usage in report["operations"].items():
@@ -471,7 +573,7 @@ def gaps(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def operation_gaps(usage: dict[str, Any]) -> str:
+def operation_gaps(usage: OperationUsage) -> str:
     """What the requests never exercised of one operation (of `to_dict()["operations"]`)."""
     coverage = usage.get("coverage")
     if not coverage or coverage["covered"] == coverage["total"]:
@@ -489,6 +591,12 @@ def operation_gaps(usage: dict[str, Any]) -> str:
     return "; ".join(missing)
 
 
+@overload
+def _clip(text: str) -> str: ...
+@overload
+def _clip(text: None) -> None: ...
+@overload
+def _clip(text: str | None) -> str | None: ...
 def _clip(text: str | None) -> str | None:
     """A text of an offending request as the report keeps it: its beginning, past
     MAX_SHOWN_TEXT characters, with its full length."""
@@ -497,11 +605,23 @@ def _clip(text: str | None) -> str | None:
     return f"{text[:MAX_SHOWN_TEXT]}... ({len(text)} characters in all)"
 
 
-def _clipped(detail: dict[str, Any]) -> dict[str, Any]:
-    return {k: _clip(v) if isinstance(v, str) else v for k, v in detail.items()}
+def _clipped(detail: Violation) -> Violation:
+    """A violation as the report keeps it: each of its texts clipped, in its place."""
+    clipped = detail.copy()
+    clipped["location"] = _clip(detail["location"])
+    clipped["message"] = _clip(detail["message"])
+    if "field" in detail:
+        clipped["field"] = _clip(detail["field"])
+    if "tag" in detail:
+        clipped["tag"] = _clip(detail["tag"])
+    if "hint" in detail:
+        clipped["hint"] = _clip(detail["hint"])
+    if "sent" in detail:
+        clipped["sent"] = _clip(detail["sent"])
+    return clipped
 
 
-def _shown_body(raw: bytes) -> Any:
+def _shown_body(raw: bytes) -> JsonValue:
     """An offending request's body for the report: as the journal reads it, or, past
     MAX_SHOWN_BODY bytes, its beginning as text with the full size."""
     if len(raw) <= MAX_SHOWN_BODY:

@@ -20,15 +20,29 @@ import stat
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar, overload
 
 from mock_server.core import errors, escape
 from mock_server.core.choices import REPORT_FORMATS
 from mock_server.reports.explain import rule_name
-from mock_server.reports.report import MAX_TESTS, UNROUTED, gaps, operation_gaps, verdict_line
+from mock_server.reports.report import (
+    MAX_TESTS,
+    UNROUTED,
+    Report,
+    Verdict,
+    ViolationExample,
+    ViolationGroup,
+    gaps,
+    operation_gaps,
+    verdict_line,
+)
+
+_Report = TypeVar("_Report")  # a report of any kind, as its renderers take it
+# A file by its device and inode, or a path not there yet by its name (`file_identity`).
+FileIdentity = tuple[str, int, int] | tuple[str, str]
 
 FORMATS = REPORT_FORMATS
 BASENAME = "contract-report"  # of each format's file in a `--report` directory
@@ -79,7 +93,7 @@ def targets(values: Iterable[str], basename: str = BASENAME) -> dict[str, Path]:
             if name in chosen:
                 raise TargetError(f"the {name} report is named twice: {chosen[name]} and {path}")
             chosen[name] = path
-    files: dict[tuple[Any, ...], str] = {}
+    files: dict[FileIdentity, str] = {}
     for name, path in chosen.items():
         key = file_identity(path)
         if key in files:
@@ -90,7 +104,7 @@ def targets(values: Iterable[str], basename: str = BASENAME) -> dict[str, Path]:
     return chosen
 
 
-def file_identity(path: Path) -> tuple[Any, ...]:
+def file_identity(path: Path) -> FileIdentity:
     """What tells one file from another, however a path names it: an existing file's device
     and inode (a symlink or a hard link to it is the same file); else the path with its
     links resolved, regardless of case (as macOS and Windows compare names)."""
@@ -151,17 +165,24 @@ def _target_problem(path: Path) -> str | None:
     return None
 
 
+@overload
+def write(report: Report, chosen: dict[str, Path]) -> list[Path]: ...
+@overload
 def write(
-    report: dict[str, Any],
+    report: _Report, chosen: dict[str, Path], renderers: Mapping[str, Callable[[_Report], str]]
+) -> list[Path]: ...
+def write(
+    report: object,
     chosen: dict[str, Path],
-    renderers: dict[str, Callable[[dict[str, Any]], str]] | None = None,
+    renderers: Mapping[str, Callable[..., str]] | None = None,
 ) -> list[Path]:
     """Write the report in each chosen format (with the contract report's renderers, or
-    those given: another kind of report's); the paths written, in order."""
-    renderers = RENDERERS if renderers is None else renderers
+    those given: another kind of report's, which its overload pairs with it); the paths
+    written, in order."""
+    rendering: Mapping[str, Callable[..., str]] = RENDERERS if renderers is None else renderers
     for name, path in chosen.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_regular(path, renderers[name](report))
+        _write_regular(path, rendering[name](report))
     return list(chosen.values())
 
 
@@ -177,22 +198,22 @@ def _write_regular(path: Path, text: str) -> None:
         file.write(text)
 
 
-def to_json(report: dict[str, Any]) -> str:
+def to_json(report: Mapping[str, object]) -> str:
     return escape.json_text(report, indent=2) + "\n"
 
 
-def clip(value: Any, limit: int = MAX_CELL) -> str:
+def clip(value: object, limit: int = MAX_CELL) -> str:
     """A client's text cut to `limit` characters (before escaping, which at most sextuples
     it): a line of a report has a bounded size whatever was sent."""
     shown = str(value)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
-def _verdict(report: dict[str, Any]) -> dict[str, Any] | None:
+def _verdict(report: Report) -> Verdict | None:
     return report.get("verdict")
 
 
-def _tests_named(rule: dict[str, Any], limit: int = 3) -> list[str]:
+def _tests_named(rule: ViolationGroup, limit: int = 3) -> list[str]:
     """The tests that broke a rule, the most frequent first, and how many others did."""
     names = list(rule["tests"])
     others = len(names) - limit + (1 if rule["otherTests"] else 0)
@@ -202,7 +223,7 @@ def _tests_named(rule: dict[str, Any], limit: int = 3) -> list[str]:
     return shown
 
 
-def _example_line(example: dict[str, Any]) -> str:
+def _example_line(example: ViolationExample) -> str:
     """An offending request in one line: what was sent and what it broke, as the client sent
     it (the caller escapes it for its sink), less the words every violation begins with."""
     message = str(example["message"] or "").removeprefix(CONTRACT_PREFIX)
@@ -224,22 +245,24 @@ class Broken:
     curl: str | None
 
 
-def broken(rule: dict[str, Any]) -> Broken:
+def broken(rule: ViolationGroup) -> Broken:
     """What a reviewer fixes `rule` (of `to_dict()["operations"][...]["violationGroups"]`)
     from: its first request's violation at the rule's place, or, for a condition (no
     route, no token), the request's message."""
-    example = rule["examples"][0] if rule["examples"] else {}
+    if not rule["examples"]:
+        return Broken("", None, "", None)
+    example = rule["examples"][0]
     curl = example.get("curl")
     shown = curl if curl and len(curl) <= MAX_CURL else None
-    for detail in example.get("details", ()):
+    for detail in example["details"]:
         if rule_name(detail) == rule["rule"]:
             sent = str(detail.get("sent", NOTHING_SENT))
             return Broken(str(detail.get("message", "")), sent, str(detail.get("hint", "")), shown)
-    problem = str(example.get("message") or "").removeprefix(CONTRACT_PREFIX)
+    problem = str(example["message"] or "").removeprefix(CONTRACT_PREFIX)
     return Broken(problem, None, str(example.get("hint", "")), shown)
 
 
-def text(report: dict[str, Any]) -> str:
+def text(report: Report) -> str:
     """A readable summary: the verdict and the figures; each rule broken, by operation, with
     its count, tests, what was wrong, what was sent, what the contract has nearest, and a
     `curl` line that sends its first request again; then per operation its calls and what
@@ -291,7 +314,7 @@ def text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _rule_text(rule: dict[str, Any]) -> list[str]:
+def _rule_text(rule: ViolationGroup) -> list[str]:
     """A rule broken in the text report, each client text escaped."""
     tests = ", ".join(map(escape.text, map(clip, _tests_named(rule))))
     by = f" by {tests}" if tests else ""
@@ -310,7 +333,7 @@ def _rule_text(rule: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _rules(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _rules(report: Report) -> list[tuple[str, ViolationGroup]]:
     """Every rule broken, of every operation, the most broken first."""
     found = [
         (op_id, rule)
@@ -320,7 +343,7 @@ def _rules(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return sorted(found, key=lambda pair: -pair[1]["count"])
 
 
-def _example_text(example: dict[str, Any]) -> list[str]:
+def _example_text(example: ViolationExample) -> list[str]:
     """An offending request in full (as far as the report kept it), and every rule it
     broke; as the client sent it (the caller escapes it for its sink)."""
     lines = [_example_line(example)]
@@ -401,7 +424,7 @@ class JUnit:
         return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def junit(report: dict[str, Any]) -> str:
+def junit(report: Report) -> str:
     """JUnit XML (the schema CI servers validate against, junit-10.xsd), with test case names
     that stay the same from run to run: a case per check of the verdict, a case per operation
     (skipped when never called), and a failing case per rule an operation's requests broke,
@@ -430,12 +453,12 @@ def junit(report: dict[str, Any]) -> str:
     return document.xml()
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     """A client's text in a Markdown table cell: a code span, bounded."""
     return escape.markdown_code(clip(value), in_table=True)
 
 
-def verdict_heading(title: str, verdict: dict[str, Any] | None, unchecked: str = "") -> list[str]:
+def verdict_heading(title: str, verdict: Verdict | None, unchecked: str = "") -> list[str]:
     """A job summary's first lines: the title with the verdict, a line per check (then
     `unchecked` where no check was asked for) and per note; the title alone without one."""
     if verdict is None:
@@ -449,7 +472,7 @@ def verdict_heading(title: str, verdict: dict[str, Any] | None, unchecked: str =
     return [*lines, ""]
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: Report) -> str:
     """A job summary: the verdict and its checks; the rules broken (the most broken first, up
     to MAX_SUMMARY_RULES), each with its count, tests, what was wrong, what was sent and what
     the contract has nearest, then a `curl` line per rule that sends its first request
@@ -529,7 +552,7 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+RENDERERS: dict[str, Callable[[Report], str]] = {
     "json": to_json,
     "text": text,
     "junit": junit,
@@ -546,7 +569,7 @@ class Failure:
     message: str
 
 
-def failures(report: dict[str, Any]) -> list[Failure]:
+def failures(report: Report) -> list[Failure]:
     """The failures of a report for CI: one per failing check of its verdict, then one per
     rule broken, the most broken first, MAX_ANNOTATIONS in all (GitHub shows ten per step),
     each one short; the last says how many more the report has."""
@@ -609,12 +632,12 @@ def gitlab_section(failures_: list[Failure], title: str) -> list[str]:
     return lines
 
 
-def error_annotations(report: dict[str, Any]) -> list[str]:
+def error_annotations(report: Report) -> list[str]:
     """GitHub's `::error` annotations for a report (`failures`)."""
     return [github_annotation(failure) for failure in failures(report)]
 
 
-def ci(report: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+def ci(report: Report, environ: dict[str, str] | None = None) -> list[str]:
     """What the CI system the environment names shows of a report: the Markdown as its job
     summary, and the lines to print for its failures (`to_ci`)."""
     return to_ci(markdown(report), lambda: failures(report), "Platform API contract", environ)

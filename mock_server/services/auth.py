@@ -23,11 +23,12 @@ from __future__ import annotations
 import secrets
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import jwt
 
 from mock_server.core import errors
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.state.entities import Caller, PersonalAccessToken, Subject
 
 if TYPE_CHECKING:
@@ -114,21 +115,23 @@ class Signer:
         )
         return self._encode(named, issued_at, exp=NEVER_EXPIRES)
 
-    def _encode(self, named: dict[str, str], issued_at: datetime, **claims: Any) -> str:
-        claims = {
+    def _encode(self, named: dict[str, str], issued_at: datetime, **claims: int | str) -> str:
+        written = {
             "iss": ISSUER,
             **named,
             "iat": int(issued_at.timestamp()),
             **claims,
         }
-        return jwt.encode(claims, self.key, algorithm=ALGORITHM)
+        return jwt.encode(written, self.key, algorithm=ALGORITHM)
 
 
-def _check_time(claims: dict[str, Any], now: float) -> None:
-    """Refuse a token whose `exp` has passed, or whose `nbf` is to come, at `now`."""
-    if claims["exp"] <= now:
+def _check_time(claims: JsonObject, now: float) -> None:
+    """Refuse a token whose `exp` has passed, or whose `nbf` is to come, at `now` (of a
+    verified token: `_verify` lets only whole numbers through as time claims, `exp` always)."""
+    expires, not_before = claims["exp"], claims.get("nbf")
+    if isinstance(expires, int) and expires <= now:
         raise errors.ExpiredToken("Bearer token has expired")
-    if "nbf" in claims and claims["nbf"] > now:
+    if isinstance(not_before, int) and not_before > now:
         raise errors.ExpiredToken("Bearer token is not valid yet (nbf is in the future)")
 
 
@@ -166,7 +169,7 @@ class Authenticator:
         # Signature checks by (key, token): a client sends the same token again and again.
         # Only the signature is remembered; time, subject and revocation are checked on every
         # request.
-        self._verified: dict[tuple[str, str], dict[str, Any]] = {}
+        self._verified: dict[tuple[str, str], JsonObject] = {}
 
     def authenticate(self, authorization: str | None) -> tuple[Caller, PersonalAccessToken | None]:
         """The platform subject a request's bearer token names, and the world's record of
@@ -178,7 +181,7 @@ class Authenticator:
         _check_time(claims, self.store.sources.clock.now().timestamp())
         return caller, token
 
-    def authenticate_admin(self, authorization: str | None) -> dict[str, Any]:
+    def authenticate_admin(self, authorization: str | None) -> JsonObject:
         """The admin token's claims; any other valid token is refused with 403. Its time
         claims are checked against the wall clock, not the world's: the admin API stays open
         whatever time the world shows."""
@@ -190,7 +193,7 @@ class Authenticator:
         _check_time(claims, time.time())
         return claims
 
-    def _claims(self, authorization: str | None, key: str) -> dict[str, Any]:
+    def _claims(self, authorization: str | None, key: str) -> JsonObject:
         """The claims of a bearer header verified with `key`, or the matching 401."""
         if not authorization:
             raise errors.MissingToken()
@@ -206,7 +209,7 @@ class Authenticator:
             self._verified[(key, token)] = claims
         return claims
 
-    def _verify(self, token: str, key: str) -> dict[str, Any]:
+    def _verify(self, token: str, key: str) -> JsonObject:
         """The claims of a token whose form, algorithm, signature and issuer check out."""
         try:
             header = jwt.get_unverified_header(token)
@@ -221,7 +224,7 @@ class Authenticator:
                 f"Token algorithm {header.get('alg')!r} is not accepted; tokens are {ALGORITHM}"
             )
         try:
-            claims = jwt.decode(
+            claims: JsonObject = jwt.decode(
                 token,
                 key,
                 algorithms=[ALGORITHM],
@@ -246,7 +249,7 @@ class Authenticator:
                 )
         return claims
 
-    def _caller(self, claims: dict[str, Any]) -> tuple[Caller, PersonalAccessToken | None]:
+    def _caller(self, claims: JsonObject) -> tuple[Caller, PersonalAccessToken | None]:
         """The caller a token names and, for a personal access token, the world's record of
         it; 401 when the world holds neither."""
         subject_id, subject_type = claims.get("sub"), claims.get("subjectType")
@@ -258,7 +261,8 @@ class Authenticator:
         jwt_id = claims.get("jti")
         if jwt_id is None:
             return caller, None
-        token = self.store.tokens.live(jwt_id, subject_id)
+        # A `jti` that is not text names no token of the world (the server signed none such).
+        token = self.store.tokens.live(jwt_id, subject_id) if isinstance(jwt_id, str) else None
         if token is None:
             raise errors.UnknownTokenSubject("Bearer token has been revoked or deleted")
         return caller, token

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from mock_server.core.errors import PlatformError
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.state.entities import Caller, PersonalAccessToken
 
 KEY = "platform_mock"  # of the scope's `extensions`
@@ -36,7 +37,7 @@ class Exchange:
     path_params: dict[str, str] = field(default_factory=dict)  # routed, as text
     # What request validation parsed, for the handler, under the spec's parameter names
     # (and `body`).
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: JsonObject = field(default_factory=dict)
     caller: Caller | None = None  # who the bearer token names, once security has run
     token: PersonalAccessToken | None = None  # the personal access token it was, if one
     error: PlatformError | None = None  # the error answered, as the error handler rendered it

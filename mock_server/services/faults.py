@@ -14,10 +14,11 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from mock_server.contract.documents import Operation
-from mock_server.core import errors
+from mock_server.core import camel, errors
+from mock_server.core.jsonvalue import JsonValue
 from mock_server.core.numbers import INTEGER_TEXT, number_problem
 from mock_server.services.journal import same_value
 
@@ -30,6 +31,20 @@ class FaultRefused(ValueError):
     """A fault the contract does not allow, with the reason."""
 
 
+class FaultWire(TypedDict):
+    """A rule as the admin API answers it (`spec/admin.yaml`, `Fault`), in this order."""
+
+    id: str
+    operationId: str
+    status: int | None
+    delayMs: int
+    drop: bool
+    match: dict[str, JsonValue]  # by parameter, the value (or values) it must have
+    after: int
+    times: int | None
+    applied: int
+
+
 @dataclass
 class Fault:
     """One rule. `times` None means always."""
@@ -39,39 +54,19 @@ class Fault:
     status: int | None = None
     delay_ms: int = 0
     drop: bool = False
-    match: dict[str, Any] = field(default_factory=dict)
+    match: dict[str, JsonValue] = field(default_factory=dict)
     after: int = 0
     times: int | None = 1
     applied: int = 0
     seen: int = 0
 
     @classmethod
-    def from_dict(cls, found: dict[str, Any]) -> Fault:
+    def from_dict(cls, found: FaultWire) -> Fault:
         """A rule as `to_dict` writes it (and the admin API answers it), read back."""
-        return cls(
-            id=found["id"],
-            operation_id=found["operationId"],
-            status=found["status"],
-            delay_ms=found["delayMs"],
-            drop=found["drop"],
-            match=found["match"],
-            after=found["after"],
-            times=found["times"],
-            applied=found["applied"],
-        )
+        return camel.from_wire(cls, found)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "operationId": self.operation_id,
-            "status": self.status,
-            "delayMs": self.delay_ms,
-            "drop": self.drop,
-            "match": self.match,
-            "after": self.after,
-            "times": self.times,
-            "applied": self.applied,
-        }
+    def to_dict(self) -> FaultWire:
+        return camel.to_wire(self, FaultWire)
 
 
 @dataclass
@@ -124,7 +119,7 @@ class Faults:
         status: int | None = None,
         delay_ms: int = 0,
         drop: bool = False,
-        match: dict[str, Any] | None = None,
+        match: Mapping[str, JsonValue] | None = None,
         after: int = 0,
         times: int | None = 1,
     ) -> Fault:
@@ -191,7 +186,9 @@ class Faults:
         for observer in self.observers:
             observer()
 
-    def decide(self, operation_id: str, params: dict[str, Any], prefer: str | None) -> Decision:
+    def decide(
+        self, operation_id: str, params: Mapping[str, object], prefer: str | None
+    ) -> Decision:
         """The fault to apply to one request: the `Prefer` header first, then the rules.
         Operations outside the platform's contract (the admin API) get none."""
         if operation_id not in self._documented:
@@ -248,7 +245,7 @@ class Faults:
         return Decision(delay, False, error, "prefer")
 
 
-def _integer(name: str, value: Any) -> int:
+def _integer(name: str, value: JsonValue) -> int:
     """A match value of an integer parameter as its integer: an int, or text in the query's
     one grammar of integers (so `5` and `"05"` match `?limit=05` alike)."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -261,7 +258,7 @@ def _integer(name: str, value: Any) -> int:
     )
 
 
-def _same_integer(actual: Any, expected: int) -> bool:
+def _same_integer(actual: object, expected: JsonValue) -> bool:
     # Requests reach the fault rules validated: an integer parameter's text is in the grammar.
     return (
         isinstance(actual, str)

@@ -40,13 +40,15 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import orjson
 
 from mock_server.contract.documents import as_text
-from mock_server.core import errors, masking
+from mock_server.core import camel, errors, masking
 from mock_server.core.choices import JOURNAL_BUDGET_MIB
+from mock_server.core.errors import Violation
+from mock_server.core.jsonvalue import JsonValue
 
 if TYPE_CHECKING:
     from mock_server.contract.documents import Operation
@@ -63,6 +65,50 @@ ENTRY_OVERHEAD = 1024  # bytes an entry costs besides its variable parts (object
 # the budget, a value is cut (saying so) and the headers after it are counted, not kept.
 HEADER_BUDGET = 8 * 1024
 CUT = "…"  # ends a header's value cut at the budget
+# A request's path and query parameters, one value where one was given (`request_params`).
+Params = dict[str, str | list[str]]
+
+
+class EntryWire(TypedDict):
+    """A journal entry as the admin API answers it (`spec/admin.yaml`, `JournalEntry`), in
+    this order: `Entry.to_dict` writes it, `Entry.from_dict` reads it back."""
+
+    seq: int
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    pathParams: dict[str, str]
+    headers: dict[str, str]
+    headersDropped: int
+    body: JsonValue
+    operationId: str | None
+    status: int | None
+    code: int | None
+    message: str | None
+    details: list[Violation]
+    fault: str | None
+    dropped: bool
+    test: str | None
+    durationMs: float
+    violation: bool
+    expected: bool
+
+
+class LatencyWire(TypedDict):
+    """The time one operation took to answer, in milliseconds (`Journal.latency`)."""
+
+    count: int
+    p50Ms: float
+    p90Ms: float
+    maxMs: float
+
+
+class JournalStats(TypedDict, total=False):
+    """The journal's budget and what it cost, as the contract report says them (a report
+    with no journal of its own, a pytest-xdist controller's, says only what was dropped)."""
+
+    budgetBytes: int
+    droppedEntries: int
 
 
 @dataclass
@@ -80,7 +126,7 @@ class Entry:
     status: int | None  # None when nothing was answered: see `dropped`
     code: int | None = None
     message: str | None = None
-    details: list[dict[str, Any]] = field(default_factory=list)
+    details: list[Violation] = field(default_factory=list)
     fault: str | None = None
     test: str | None = None
     duration_ms: float = 0.0
@@ -146,7 +192,7 @@ class Entry:
         return mask_body(self.raw_response, hidden_in(self.raw_body))
 
     @property
-    def body(self) -> Any:
+    def body(self) -> JsonValue:
         """The body as every output shows it (`shown_body`): parsed if it is JSON that can be
         sent back as JSON (orjson refuses lone surrogates and integers past 64 bits), else as
         text; None when there was none."""
@@ -167,7 +213,7 @@ class Entry:
         return ENTRY_OVERHEAD + len(self.raw_body) + len(self.raw_response) + 2 * text
 
     @property
-    def response_body(self) -> Any:
+    def response_body(self) -> JsonValue:
         """The response body as `body` reads the request's (`shown_response`)."""
         return read_body(self.shown_response)
 
@@ -184,7 +230,7 @@ class Entry:
         return self.code in VIOLATION_CODES and self.fault is None
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> Params:
         """Path and query parameters, one value where one was given."""
         return request_params(self.query, self.path_params)
 
@@ -196,7 +242,7 @@ class Entry:
         return f"#{self.seq} {self.method} {target} -> {outcome}{code} [{self.operation_id}]"
 
     @classmethod
-    def from_dict(cls, found: dict[str, Any]) -> Entry:
+    def from_dict(cls, found: EntryWire) -> Entry:
         """An entry as `to_dict` writes it (and the admin API answers it), read back; its
         body as JSON of what was parsed, or the text."""
         body = found.get("body")
@@ -206,48 +252,12 @@ class Entry:
             raw = body.encode("utf-8", errors="replace")
         else:
             raw = orjson.dumps(body)
-        return cls(
-            seq=found["seq"],
-            method=found["method"],
-            path=found["path"],
-            query=found["query"],
-            path_params=found.get("pathParams", {}),
-            headers=found["headers"],
-            raw_body=raw,
-            operation_id=found["operationId"],
-            status=found["status"],
-            code=found.get("code"),
-            message=found.get("message"),
-            details=found.get("details", []),
-            fault=found.get("fault"),
-            test=found.get("test"),
-            duration_ms=found.get("durationMs", 0.0),
-            expected=found.get("expected", False),
-            dropped=found.get("dropped", False),
-        )
+        return camel.from_wire(cls, found, raw_body=raw, path_params=found.get("pathParams", {}))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "method": self.method,
-            "path": self.path,
-            "query": self.query,
-            "pathParams": self.path_params,
-            "headers": self.headers,
-            "headersDropped": self.headers_dropped,
-            "body": self.body,
-            "operationId": self.operation_id,
-            "status": self.status,
-            "code": self.code,
-            "message": self.message,
-            "details": self.details,
-            "fault": self.fault,
-            "dropped": self.dropped,
-            "test": self.test,
-            "durationMs": self.duration_ms,
-            "violation": self.violation,
-            "expected": self.expected,
-        }
+    def to_dict(self) -> EntryWire:
+        """The entry as the admin API answers it (`camel.to_wire`, which says why it is the
+        one converter of the records' wire forms)."""
+        return camel.to_wire(self, EntryWire)
 
 
 class Journal:
@@ -308,7 +318,7 @@ class Journal:
         for observer in self.observers:
             observer(entry)
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> JournalStats:
         """The budget and what it cost, for the contract report."""
         with self._lock:
             return {"budgetBytes": self.budget, "droppedEntries": self.dropped_total}
@@ -328,7 +338,7 @@ class Journal:
         for observer in self.cleared:
             observer()
 
-    def latency(self) -> dict[str, dict[str, float | int]]:
+    def latency(self) -> dict[str, LatencyWire]:
         """The time each operation took to answer, over the entries held: count, p50, p90
         and max in milliseconds (nearest rank); requests no operation took are left out."""
         durations: dict[str, list[float]] = {}
@@ -396,7 +406,7 @@ class Journal:
             return self._entries[-1] if self._entries else None
 
     def calls(
-        self, operation_id: str | None = None, *, status: int | None = None, **params: Any
+        self, operation_id: str | None = None, *, status: int | None = None, **params: object
     ) -> list[Entry]:
         """The entries of an operation (all if None), with that status and those parameters.
         Raises ValueError for an operation or parameter the contract does not have."""
@@ -415,7 +425,7 @@ class Journal:
         times: int | None = None,
         *,
         status: int | None = None,
-        **params: Any,
+        **params: object,
     ) -> list[Entry]:
         """Assert the operation was called (exactly `times` times if given) with the status
         and parameters; on failure, the message lists the requests that came closest."""
@@ -431,7 +441,7 @@ class Journal:
             + self._closest(operation_id, status, params)
         )
 
-    def _check_names(self, operation_id: str | None, params: dict[str, Any]) -> None:
+    def _check_names(self, operation_id: str | None, params: dict[str, object]) -> None:
         if self._operations is None or operation_id is None:
             return
         operation = self._operations.get(operation_id)
@@ -443,10 +453,12 @@ class Journal:
         operation.check_parameters(params)
         operation.check_values(params)
 
-    def assert_not_called(self, operation_id: str, **params: Any) -> None:
-        self.assert_called(operation_id, 0, **params)
+    def assert_not_called(
+        self, operation_id: str, *, status: int | None = None, **params: object
+    ) -> None:
+        self.assert_called(operation_id, 0, status=status, **params)
 
-    def _closest(self, operation_id: str, status: int | None, params: dict[str, Any]) -> str:
+    def _closest(self, operation_id: str, status: int | None, params: dict[str, object]) -> str:
         def score(entry: Entry) -> tuple[int, int]:
             matched = sum(same_value(entry.params.get(k), v) for k, v in params.items())
             same_status = status is None or entry.status == status
@@ -458,7 +470,7 @@ class Journal:
         return "Closest requests recorded:\n" + "\n".join(f"  {e.describe()}" for e in ranked)
 
 
-def _distribution(ordered: list[float]) -> dict[str, float | int]:
+def _distribution(ordered: list[float]) -> LatencyWire:
     def rank(share: float) -> float:
         return ordered[max(math.ceil(len(ordered) * share) - 1, 0)]
 
@@ -528,26 +540,26 @@ def mask_body(raw: bytes, credentials: tuple[str, ...] = ()) -> bytes:
     return raw if shown == parsed else orjson.dumps(shown)
 
 
-def read_body(raw: bytes) -> Any:
+def read_body(raw: bytes) -> JsonValue:
     """A request body as the journal shows it: JSON it can send back, else text, or None."""
     if not raw:
         return None
     text = raw.decode("utf-8", errors="replace")
     try:
-        parsed = json.loads(text)
+        parsed: JsonValue = json.loads(text)
         orjson.dumps(parsed)
     except (ValueError, RecursionError, TypeError):
         return text
     return parsed
 
 
-def request_params(query: dict[str, list[str]], path_params: dict[str, str]) -> dict[str, Any]:
+def request_params(query: dict[str, list[str]], path_params: dict[str, str]) -> Params:
     """A request's path and query parameters, one value where one was given."""
-    single = {k: v[0] if len(v) == 1 else v for k, v in query.items()}
+    single: Params = {k: v[0] if len(v) == 1 else v for k, v in query.items()}
     return {**single, **path_params}
 
 
-def same_value(actual: Any, expected: Any) -> bool:
+def same_value(actual: object, expected: object) -> bool:
     """Whether a request's parameter value is the expected one (a value or a list of them);
     an absent parameter matches nothing."""
     if isinstance(expected, list | tuple):

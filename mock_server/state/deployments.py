@@ -14,7 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from mock_server.contract import documents as contract
-from mock_server.contract.validation import Detail, ResponseValidator, compiled, violations
+from mock_server.contract.validation import ResponseValidator, compiled, violations
+from mock_server.core.errors import Violation
 from mock_server.core.jsonvalue import JsonObject, JsonValue
 from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
@@ -43,7 +44,7 @@ class IncompleteManifest(ValueError):
     """A deployment manifest that is not complete for its kind, as the contract (and the
     platform's clients, which read it) require; says every problem, each under `prefix`."""
 
-    def __init__(self, problems: list[Detail], prefix: str = "manifest"):
+    def __init__(self, problems: list[Violation], prefix: str = "manifest"):
         self.problems = problems
         super().__init__(self.under(prefix))
 
@@ -153,7 +154,9 @@ class Deployments(Area):
         )
         if manifest["type"] != application.type:
             message = f"{manifest['type']!r} is not the application's type {application.type!r}"
-            raise IncompleteManifest([{"field": "type", "message": message}])
+            raise IncompleteManifest(
+                [{"location": "manifest", "field": "type", "message": message}]
+            )
         check_manifest(manifest)
         fqn = f"{application.fqn}:{version}"
         deployment = Deployment(
