@@ -35,7 +35,6 @@ from mock_server.state.entities import (
 )
 from mock_server.state.identity import Identity, InvalidManifest, reference
 from mock_server.state.sources import iso, world_time
-from mock_server.state.world import World
 
 # Each kind of artifact has its own folder under the repo, so that an artifact and a model of
 # the same name never share a storage root.
@@ -75,17 +74,6 @@ class ArtifactNotFound(errors.PlatformError):
     status, code = 404, 40422
     condition = "artifact or model not found"
     default_message = "No artifact or model with this id"
-
-
-def drop_unused(world: World, blob: str) -> None:
-    """Forget a file content no file and no upload part of the world refers to any longer."""
-    for version in world.artifact_versions.values():
-        if any(f.blob == blob for f in version.files.values()):
-            return
-    for upload in world.uploads.values():
-        if any(p.blob == blob for p in upload.parts.values()):
-            return
-    world.blobs.drop(blob)
 
 
 class Artifacts(Area):
@@ -239,10 +227,9 @@ class Artifacts(Area):
             self._forget_files(version)
 
     def _forget_files(self, version: ArtifactVersion) -> None:
-        gone = [f.blob for f in version.files.values()]
+        for stored in version.files.values():
+            self.world.blobs.let_go(stored.blob)
         version.files.clear()
-        for blob in gone:
-            drop_unused(self.world, blob)
         self._forget_uploads(version)
 
     def _forget_uploads(self, version: ArtifactVersion) -> None:
@@ -253,7 +240,7 @@ class Artifacts(Area):
             if upload.version_id == version.id:
                 del world.uploads[upload_id]
                 for part in upload.parts.values():
-                    drop_unused(world, part.blob)
+                    world.blobs.let_go(part.blob)
 
     # -- finalising -----------------------------------------------------------------------
     @locked

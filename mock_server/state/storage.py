@@ -27,7 +27,7 @@ from typing import Any
 from mock_server.core import errors
 from mock_server.state import fixture_format as written
 from mock_server.state.area import Area, Ground, locked
-from mock_server.state.artifacts import Artifacts, ArtifactVersionNotStaged, drop_unused
+from mock_server.state.artifacts import Artifacts, ArtifactVersionNotStaged
 from mock_server.state.entities import ArtifactVersion, Caller, MultipartUpload, StoredFile
 from mock_server.state.identity import Identity
 
@@ -223,7 +223,8 @@ class Storage(Area):
 
     # -- the bytes ----------------------------------------------------------------------------
     def used(self) -> int:
-        """Bytes of the world's file contents, and of the uploads under way: all of them,
+        """Bytes the world's files and upload parts hold (a content held by two files counts
+        twice: a dump writes both), and those of the uploads under way: all of them,
         those begun before a reset too, since their bytes are in memory until they end (at
         their next chunk, refused: `mock_server.http.storage` checks each chunk's URL)."""
         return self.world.blobs.size + sum(r.size for r in self.under_way)
@@ -308,9 +309,9 @@ class Storage(Area):
             _require_room(version, asked.path)  # other files may have arrived meanwhile
             replaced = version.files.get(asked.path)
             version.files[asked.path] = stored
-        self.world.blobs.setdefault(sha256, data)
+        self.world.blobs.hold(sha256, data)
         if replaced is not None:
-            drop_unused(self.world, replaced.blob)
+            self.world.blobs.let_go(replaced.blob)
         return stored
 
     def _upload(self, asked: Signed) -> MultipartUpload:
@@ -348,41 +349,22 @@ class Storage(Area):
         data = b"".join(self.world.blobs[upload.parts[n].blob] for n in numbers)
         digest = hashlib.sha256(data).hexdigest()
         replaced = version.files.get(upload.path)
-        # Parts are stored once per content: parts that repeat one content join into a file
-        # larger than what they held, so the world's budget is checked again on what it
-        # would hold once the file is stored and the parts are freed.
-        grows = 0 if digest in self.world.blobs else len(data)
-        if self.used() + grows - self._freed(version, upload, digest) > WORLD_BYTES:
+        # The file takes the parts' place: the world holds its bytes, and no longer theirs
+        # nor those of the file it replaces.
+        freed = sum(part.size for part in upload.parts.values())
+        freed += replaced.size if replaced is not None else 0
+        if self.used() + len(data) - freed > WORLD_BYTES:
             raise _world_too_full()
         stored = StoredFile(len(data), hashlib.md5(data).hexdigest(), digest)
         version.files[upload.path] = stored
-        self.world.blobs.setdefault(digest, data)
+        blobs = self.world.blobs
+        blobs.hold(digest, data)
         del self.world.uploads[upload.id]
         for part in upload.parts.values():
-            drop_unused(self.world, part.blob)
+            blobs.let_go(part.blob)
         if replaced is not None:
-            drop_unused(self.world, replaced.blob)
+            blobs.let_go(replaced.blob)
         return stored
-
-    def _freed(self, version: ArtifactVersion, upload: MultipartUpload, digest: str) -> int:
-        """Bytes the completion of `upload` into a file of content `digest` frees: the
-        contents that only its parts, or only the file it replaces, refer to."""
-        replaced = version.files.get(upload.path)
-        candidates = {part.blob for part in upload.parts.values()}
-        candidates |= {replaced.blob} if replaced else set()
-        candidates.discard(digest)
-        still_used = {
-            file.blob
-            for v in self.world.artifact_versions.values()
-            for path, file in v.files.items()
-            if not (v is version and path == upload.path)
-        } | {
-            part.blob
-            for other in self.world.uploads.values()
-            if other is not upload
-            for part in other.parts.values()
-        }
-        return sum(len(self.world.blobs[blob]) for blob in candidates - still_used)
 
     @locked
     def read(self, asked: Signed) -> tuple[bytes, str]:

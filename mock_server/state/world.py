@@ -25,36 +25,49 @@ from mock_server.state.entities import (
 from mock_server.state.run_index import RunIndex
 
 
-class Blobs(dict[str, bytes]):
-    """File contents by SHA-256, and their bytes in all (`size`), counted as contents come
-    and go: the byte budget is checked at every chunk of an upload, and must cost the same
-    whatever the world holds. Contents are added with `setdefault` and dropped with `drop`."""
+class Blobs:
+    """File contents by SHA-256, each stored once, and the bytes the world's files and
+    upload parts hold (`size`): a content is counted once for every file or part that holds
+    it, as the byte budget and every reader of those files (a dump writes each in full) see
+    it. A file or part takes its content with `hold` and gives it back with `let_go`, each
+    at the cost of that one content, whatever the world holds; the last one to let go
+    frees it."""
 
-    def __init__(self, contents: dict[str, bytes] | None = None):
-        super().__init__(contents or {})
-        self.size = sum(map(len, self.values()))
+    def __init__(self) -> None:
+        self._contents: dict[str, bytes] = {}
+        self._holders: dict[str, int] = {}
+        self.size = 0
 
-    def setdefault(self, key: str, default: bytes = b"") -> bytes:
-        if key not in self:
-            super().__setitem__(key, default)
-            self.size += len(default)
-        return self[key]
+    def __getitem__(self, digest: str) -> bytes:
+        return self._contents[digest]
 
-    def drop(self, key: str) -> None:
-        """Forget a content, if held."""
-        if key in self:
-            self.size -= len(super().pop(key))
+    def __contains__(self, digest: object) -> bool:
+        return digest in self._contents
 
-    def pop(self, *_: Any) -> Any:
-        raise TypeError("contents are dropped with drop, which counts their bytes")
+    def __len__(self) -> int:
+        return len(self._contents)
 
-    def __setitem__(self, key: str, value: bytes) -> None:
-        raise TypeError("contents are added with setdefault: once stored, never changed")
+    def hold(self, digest: str, data: bytes) -> None:
+        """One more file or part holds this content (stored with its first holder)."""
+        held = self._contents.setdefault(digest, data)
+        self._holders[digest] = self._holders.get(digest, 0) + 1
+        self.size += len(held)
+
+    def let_go(self, digest: str) -> None:
+        """One file or part that held this content no longer does."""
+        self.size -= len(self._contents[digest])
+        holders = self._holders[digest] - 1
+        if holders:
+            self._holders[digest] = holders
+        else:
+            del self._holders[digest], self._contents[digest]
 
     def copy(self) -> Blobs:
-        """A container of its own holding the same contents (its size not counted again)."""
+        """A container of its own holding the same contents (the bytes themselves shared:
+        they never change once stored)."""
         copied = Blobs()
-        dict.update(copied, self)
+        copied._contents = dict(self._contents)
+        copied._holders = dict(self._holders)
         copied.size = self.size
         return copied
 
