@@ -154,6 +154,19 @@ def test_a_field_whose_name_holds_auth_inside_a_word_is_shown(name: str):
     }
 
 
+# `auth` after an acronym, or a name in capitals, is a word of its own all the same: these
+# were hidden before `auth` had to be its own word, and named credentials then as now.
+@pytest.mark.parametrize("name", ["HTTPAuth", "XAuth", "LDAPAuth", "JWTAuth", "SMTPAUTH", "XAUTH"])
+def test_a_field_named_auth_after_an_acronym_is_hidden(name: str):
+    assert masked({name: "opaque-value-1234"}) == {name: H}
+
+
+# A key named by `auth` as its first word: Cloudflare's `X-Auth-Key` header carries its API key.
+@pytest.mark.parametrize("name", ["X-Auth-Key", "authKey", "AUTH_KEY", "auth_key"])
+def test_a_field_named_an_auth_key_is_hidden(name: str):
+    assert masked({name: "opaque-value-1234"}) == {name: H}
+
+
 @pytest.mark.parametrize(
     ("headers", "expected"),
     [

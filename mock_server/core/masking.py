@@ -46,16 +46,18 @@ MIN_CREDENTIAL = 8
 # The last word of a field name that says its value is a credential: the whole name, or its
 # last word after `_`, `-`, `.` or a letter (`HF_TOKEN`, `x-api-key`, `apiKey`, `accesstoken`,
 # `clientSecret`); `token_type`, `tokenId` or `max_tokens` name no credential. `auth` is a
-# word of its own only after `_`, `-`, `.` or in camel case (`X-Auth`, `basicAuth`): `oauth`
-# and `preauth` name no credential.
+# word of its own after `_`, `-`, `.`, in camel case (`X-Auth`, `basicAuth`), or in capitals
+# after an acronym (`HTTPAuth`, `XAUTH`): `oauth`, `OAuth` and `preauth` name no credential.
+# An auth key (`X-Auth-Key`, Cloudflare's API key) is a key as any other.
 _CREDENTIAL_WORD = (
     r"(?:token|secret|password|passwd|passphrase|api[_-]?key|apikey|access[_-]?key|"
     r"secret[_-]?key|private[_-]?key|signing[_-]?key|subscription[_-]?key|functions[_-]?key|"
-    r"account[_-]?key|master[_-]?key|session[_-]?key|credentials?|authentication|"
-    r"authorization|cookie)"
+    r"account[_-]?key|master[_-]?key|session[_-]?key|auth[_-]?key|credentials?|"
+    r"authentication|authorization|cookie)"
 )
 _CREDENTIAL_NAME = re.compile(
-    rf"(?i:(?:^|[_.-]|(?<=[a-z])){_CREDENTIAL_WORD})$|(?:^|[_.-]|(?<=[a-z])(?=A))(?i:auth)$"
+    rf"(?i:(?:^|[_.-]|(?<=[a-z])){_CREDENTIAL_WORD})$"
+    r"|(?:^|[_.-]|(?<=[a-z])(?=A)|(?<=[A-Z])(?<!^O)(?=A))(?i:auth)$"
 )
 # Lists whose items each hold a secret in `value`.
 _SECRET_LISTS = frozenset({"secrets", "build_secrets", "buildSecrets"})
