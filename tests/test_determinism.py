@@ -12,6 +12,7 @@ import pytest
 from mock_server import MockConfig, PlatformMock
 from mock_server.fixtures import loader as fixtures
 from mock_server.http.server import BackgroundServer
+from mock_server.state.gateway import as_response
 from tests.conftest import assert_error, new_store
 
 
@@ -154,7 +155,9 @@ def test_a_token_of_an_earlier_world_is_refused_as_revoked_not_as_early(mock, ap
 
 def test_the_default_world_generates_the_same_response_texts():
     store = new_store(0, fixtures.default_fixtures())
-    generated = [r for key, r in store.world.model_responses.items() if "demo" not in key]
+    generated = [
+        as_response(r) for key, r in store.world.model_responses.items() if "demo" not in key
+    ]
     texts = [r["output"][0]["content"][0]["text"][:30] for r in generated[-3:]]
     assert texts == [
         "Line beyond its particularly t",

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NoReturn, NotRequired, TypedDict
 
 from mock_server.contract import documents as contract
 from mock_server.core import errors, escape
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.core.version import __version__
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import render
@@ -20,6 +21,7 @@ from mock_server.reports.report import Report
 from mock_server.services.faults import FaultRefused, FaultWire
 from mock_server.services.journal import Entry
 from mock_server.state.fixture_format import FixtureDocument
+from mock_server.state.gateway import GivenScript, ShownScript
 from mock_server.view import browse, shown
 
 
@@ -65,6 +67,36 @@ class FaultBody(TypedDict):
 
 class WorldBody(TypedDict, total=False):
     seed: int
+
+
+class RequestPage(TypedDict):
+    """A page of the journal, newest first, as the live view shows it."""
+
+    data: list[shown.JournalRow]
+    next: int | None  # the `before` of the next page; None: no older request is left
+    held: int
+    heldBytes: int
+    dropped: int
+    budgetBytes: int
+
+
+class WorldSummary(TypedDict):
+    seed: int
+    tenant: str | None
+    counts: dict[str, int]  # by kind, as `browse.KINDS` orders them
+    reload: JsonObject | None  # the fixture watcher's last word
+
+
+class RecordPage(TypedDict):
+    kind: str
+    data: list[shown.ShownRecord]
+    total: int
+    offset: int
+    limit: int
+
+
+class ScriptList(TypedDict):
+    data: list[ShownScript]
 
 
 @operation("adminHealth")
@@ -191,7 +223,7 @@ def list_requests(
     q: str | None = None,
     before: int | None = None,
     limit: int = 100,
-) -> dict[str, Any]:
+) -> RequestPage:
     """The journal newest first, a page at a time, as the live view shows it."""
     journal = mock().journal
     words = (q or "").lower().split()
@@ -246,7 +278,7 @@ def _has_words(entry: Entry, words: list[str]) -> bool:
 
 
 @operation("adminGetRequest")
-def get_request(id_: int) -> dict[str, Any]:
+def get_request(id_: int) -> shown.RequestDetail:
     """A request opened: what was sent and answered, every rule it broke, explained."""
     entry = mock().journal.find(id_)
     if entry is None:
@@ -257,7 +289,7 @@ def get_request(id_: int) -> dict[str, Any]:
 
 
 @operation("adminGetWorld")
-def get_world() -> dict[str, Any]:
+def get_world() -> WorldSummary:
     """What the world holds, by kind, and the fixture watcher's last word."""
     store = mock().store
     tenant = store.world.tenant
@@ -270,7 +302,7 @@ def get_world() -> dict[str, Any]:
 
 
 @operation("adminListRecords")
-def list_records(kind: str, q: str = "", offset: int = 0, limit: int = 50) -> dict[str, Any]:
+def list_records(kind: str, q: str = "", offset: int = 0, limit: int = 50) -> RecordPage:
     """The world's records of one kind, a page at a time, searched."""
     found = browse.records(mock().store, kind, q, offset, limit)
     return {
@@ -283,7 +315,7 @@ def list_records(kind: str, q: str = "", offset: int = 0, limit: int = 50) -> di
 
 
 @operation("adminEvents")
-def events() -> dict[str, Any]:
+def events() -> NoReturn:
     """Never called: `mock_server.http.events` answers this operation before the views."""
     raise errors.MockFailure("The live view's event stream is served by its own layer")
 
@@ -342,12 +374,12 @@ def delete_fault(id_: str) -> Empty:
 
 
 @operation("adminListReplies")
-def list_replies() -> dict[str, Any]:
+def list_replies() -> ScriptList:
     return {"data": [script.shown() for script in mock().store.gateway.scripts()]}
 
 
 @operation("adminAddReply")
-def add_reply(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+def add_reply(body: GivenScript) -> tuple[ShownScript, int]:
     """A script checked as a fixture's `scriptedReplies` entry, and added to the world."""
     store = mock().store
     with _fixture_errors():

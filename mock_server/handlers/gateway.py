@@ -12,20 +12,27 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Literal, NotRequired, TypedDict, TypeVar, cast
 
 from mock_server.contract.validation import read_json
 from mock_server.core import errors, wire
+from mock_server.core.jsonvalue import JsonList, JsonValue
 from mock_server.handlers.context import Answer, current, store
 from mock_server.handlers.operation import Example, operation
 from mock_server.services.exchange import Pace
 from mock_server.state.gateway import (
+    ContentPart,
+    InputItem,
+    InputPart,
     Model,
     ModelCannotServe,
     ModelNotFound,
+    ModelResponse,
     RateLimited,
     Reply,
+    ResponseItem,
+    ResponseRequest,
     ToolCall,
 )
 
@@ -45,6 +52,201 @@ _LAST_EVENT = {
 FINGERPRINT = "fp_platform_mock"
 
 
+# -- the records of the wire, as OpenAI's API writes them (`spec/gateway.yaml`) ----------------
+
+
+class DeletedResponse(TypedDict):
+    id: str
+    object: Literal["response"]
+    deleted: bool
+
+
+class InputItemList(TypedDict):
+    object: Literal["list"]
+    data: list[ResponseItem]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+
+class ResponseEvent(TypedDict, total=False):
+    """A server-sent event of a response's stream: its `type` says which of the others it
+    carries."""
+
+    type: str
+    sequence_number: int
+    response: ModelResponse
+    output_index: int
+    item_id: str
+    item: ResponseItem
+    content_index: int
+    part: ContentPart
+    delta: str
+    logprobs: JsonList
+    annotation_index: int
+    annotation: JsonValue
+    text: str
+    arguments: str
+
+
+class ChatMessage(TypedDict, total=False):
+    """A message of a chat completion request: the mock reads its role and its text."""
+
+    role: str
+    content: str | list[InputPart] | None
+
+
+class StreamOptions(TypedDict, total=False):
+    include_usage: bool
+
+
+class ChatRequest(TypedDict, total=False):
+    """A `createChatCompletion` body (its nulls dropped): the fields the mock reads."""
+
+    model: str
+    messages: list[ChatMessage]
+    max_completion_tokens: int
+    max_tokens: int
+    n: int
+    stream: bool
+    stream_options: StreamOptions
+
+
+class CalledFunction(TypedDict, total=False):
+    name: str
+    arguments: str
+
+
+class ChatToolCall(TypedDict):
+    """A tool call of a chat completion's message; in a chunk, its `index` and pieces."""
+
+    index: NotRequired[int]
+    id: NotRequired[str]
+    type: NotRequired[Literal["function"]]
+    function: CalledFunction
+
+
+class CompletionMessage(TypedDict):
+    role: Literal["assistant"]
+    content: str | None
+    refusal: None
+    annotations: JsonList
+    tool_calls: NotRequired[list[ChatToolCall]]
+
+
+class CompletionChoice(TypedDict):
+    index: int
+    message: CompletionMessage
+    finish_reason: str
+    logprobs: None
+
+
+class PromptTokensDetails(TypedDict):
+    cached_tokens: int
+    audio_tokens: int
+
+
+class CompletionTokensDetails(TypedDict):
+    reasoning_tokens: int
+    audio_tokens: int
+    accepted_prediction_tokens: int
+    rejected_prediction_tokens: int
+
+
+class CompletionUsage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails
+    completion_tokens_details: CompletionTokensDetails
+
+
+class ChatHead(TypedDict):
+    id: str
+    created: int
+    model: str
+
+
+class ChatCompletion(ChatHead):
+    object: Literal["chat.completion"]
+    choices: list[CompletionChoice]
+    usage: CompletionUsage
+    system_fingerprint: str
+    service_tier: str
+
+
+class ChunkDelta(TypedDict, total=False):
+    role: Literal["assistant"]
+    content: str | None
+    tool_calls: list[ChatToolCall]
+
+
+class ChunkChoice(TypedDict):
+    index: int
+    delta: ChunkDelta
+    finish_reason: str | None
+    logprobs: None
+
+
+class ChunkHead(ChatHead):
+    object: Literal["chat.completion.chunk"]
+    system_fingerprint: str
+    service_tier: str
+
+
+class ChatCompletionChunk(ChunkHead):
+    choices: list[ChunkChoice]
+
+
+class UsageChunk(ChatCompletionChunk):
+    """The last chunk of a stream that asked for the usage: no choices, and the usage."""
+
+    usage: CompletionUsage
+
+
+class EmbeddingRequest(TypedDict, total=False):
+    """A `createEmbedding` body (its nulls dropped): a text, texts, tokens or lists of them."""
+
+    model: str
+    input: str | list[str] | list[int] | list[list[int]]
+    dimensions: int
+    encoding_format: str
+
+
+class Embedding(TypedDict):
+    object: Literal["embedding"]
+    index: int
+    embedding: list[float] | str  # floats, or their float32 bytes in base64
+
+
+class EmbeddingUsage(TypedDict):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbeddingList(TypedDict):
+    object: Literal["list"]
+    data: list[Embedding]
+    model: str
+    usage: EmbeddingUsage
+
+
+class ModelObject(TypedDict):
+    id: str
+    object: Literal["model"]
+    created: int
+    owned_by: str
+
+
+class ModelList(TypedDict):
+    object: Literal["list"]
+    data: list[ModelObject]
+
+
+Body = TypeVar("Body", ResponseRequest, ChatRequest, EmbeddingRequest)
+Record = TypeVar("Record", ModelResponse, ChatCompletion)
+
+
 def _pieces(text: str) -> list[str]:
     return _WORD.findall(text)
 
@@ -59,7 +261,7 @@ def _derived_id(prefix: str, *parts: object) -> str:
     return f"{prefix}_{digest.hexdigest()}"
 
 
-def _text(content: Any) -> str:
+def _text(content: str | Sequence[InputPart | ContentPart] | None) -> str:
     """The text of a message's content: a string, or the text of its text parts."""
     if isinstance(content, str):
         return content
@@ -90,15 +292,16 @@ def _refused(reply: Reply) -> None:
         raise RateLimited("Rate limit reached for requests (a scripted reply's fault); retry later")
 
 
-def _given(body: dict[str, Any]) -> dict[str, Any]:
+def _given(body: Body) -> Body:
     """The body without its nulls: an optional parameter sent as null (as OpenAI's clients
     send what their caller left unset) is one not sent."""
-    return {key: value for key, value in body.items() if value is not None}
+    # The same record less some of its keys: every key of a body's record is optional.
+    return cast(Body, {key: value for key, value in body.items() if value is not None})
 
 
-def _json_answer(body: Any, pace: Pace | None) -> dict[str, Any] | Answer:
+def _json_answer(body: Record, pace: Pace | None) -> Record | Answer:
     if pace is None:
-        return dict(body)
+        return body.copy()
     return Answer(wire.json_bytes(body) + b"\n", "application/json", pace=pace)
 
 
@@ -117,7 +320,7 @@ def get_response(
     starting_after: int | None = None,
     include: list[str] | None = None,  # nothing stored is includable: read, and left alone
     include_obfuscation: bool | None = None,  # the stream never pads its events
-) -> dict[str, Any] | Answer:
+) -> ModelResponse | Answer:
     """The mock checks `x-platform-metadata` is a JSON object and otherwise ignores it."""
     metadata = current().headers.get("x-platform-metadata")
     if metadata is not None:
@@ -144,12 +347,14 @@ def get_response(
     {400: ModelCannotServe, 404: ModelNotFound, 429: RateLimited},
     read_only=False,  # its body is checked as `Response` in tests/test_gateway_flows.py
 )
-def create_response(body: dict[str, Any]) -> dict[str, Any] | Answer:
+def create_response(body: ResponseRequest) -> ModelResponse | Answer:
     body = _given(body)
     gateway = store().gateway
     model = gateway.model(body["model"], "chat")
     given = body.get("input")
-    messages = [{"role": "user", "content": given}] if isinstance(given, str) else given or []
+    messages: list[InputItem] = (
+        [{"role": "user", "content": given}] if isinstance(given, str) else given or []
+    )
     asked = next(
         (_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), ""
     )
@@ -169,16 +374,16 @@ def create_response(body: dict[str, Any]) -> dict[str, Any] | Answer:
 
 def new_response(
     response_id: str,
-    request: dict[str, Any],
+    request: ResponseRequest,
     model: Model,
     reply: Reply,
-    items: list[dict[str, Any]],
+    items: list[ResponseItem],
     created: int,
-) -> dict[str, Any]:
+) -> ModelResponse:
     """A response made for a create request, as OpenAI's `Response`."""
     bound = request.get("max_output_tokens")
     incomplete = False
-    output: list[dict[str, Any]]
+    output: list[ResponseItem]
     if reply.tool_calls:
         output = [
             _function_call(response_id, index, call) for index, call in enumerate(reply.tool_calls)
@@ -238,7 +443,7 @@ def new_response(
     }
 
 
-def _function_call(response_id: str, index: int, call: ToolCall) -> dict[str, Any]:
+def _function_call(response_id: str, index: int, call: ToolCall) -> ResponseItem:
     return {
         "id": _derived_id("fc", response_id, index),
         "type": "function_call",
@@ -254,7 +459,7 @@ def _function_call(response_id: str, index: int, call: ToolCall) -> dict[str, An
     Example("DELETE", "/responses/{id}", params={"id": "resp_0000000000000000000000000000demo"}),
     {404: errors.ModelResponseNotFound},
 )
-def delete_response(id_: str) -> dict[str, Any]:
+def delete_response(id_: str) -> DeletedResponse:
     store().gateway.delete_response(id_)
     return {"id": id_, "object": "response", "deleted": True}
 
@@ -276,7 +481,7 @@ def list_input_items(
     order: str,
     after: str | None = None,
     include: list[str] | None = None,  # nothing stored is includable: read, and left alone
-) -> dict[str, Any]:
+) -> InputItemList:
     page, more = store().gateway.input_items(id_, after=after, limit=limit, order=order)
     return {
         "object": "list",
@@ -287,11 +492,11 @@ def list_input_items(
     }
 
 
-def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
+def response_events(response: ModelResponse) -> list[ResponseEvent]:
     """The server-sent events of a response's generation, as OpenAI streams them, numbered
     from 0; the last carries the response itself."""
     if response["status"] == "queued":
-        steps: Iterable[dict[str, Any]] = [{"type": "response.queued", "response": response}]
+        steps: Iterable[ResponseEvent] = [{"type": "response.queued", "response": response}]
     else:
         steps = _generation(response)
     return [
@@ -299,8 +504,8 @@ def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _generation(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    started = {
+def _generation(response: ModelResponse) -> Iterator[ResponseEvent]:
+    started: ModelResponse = {
         **response,
         "status": "in_progress",
         "output": [],
@@ -313,12 +518,12 @@ def _generation(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if item["type"] == "function_call":
             yield from _function_call_events(output_index, item)
             continue
-        at = {"item_id": item["id"], "output_index": output_index}
-        begun = {**item, "status": "in_progress", "content": []}
+        at: ResponseEvent = {"item_id": item["id"], "output_index": output_index}
+        begun: ResponseItem = {**item, "status": "in_progress", "content": []}
         yield {"type": "response.output_item.added", "output_index": output_index, "item": begun}
         for content_index, part in enumerate(item["content"]):
-            here = {**at, "content_index": content_index}
-            empty = {**part, "annotations": [], "text": ""}
+            here: ResponseEvent = {**at, "content_index": content_index}
+            empty: ContentPart = {**part, "annotations": [], "text": ""}
             yield {"type": "response.content_part.added", **here, "part": empty}
             for word in _pieces(part["text"]):
                 yield {"type": "response.output_text.delta", **here, "delta": word, "logprobs": []}
@@ -340,9 +545,9 @@ def _generation(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield {"type": _LAST_EVENT[response["status"]], "response": response}
 
 
-def _function_call_events(output_index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    at = {"item_id": item["id"], "output_index": output_index}
-    begun = {**item, "status": "in_progress", "arguments": ""}
+def _function_call_events(output_index: int, item: ResponseItem) -> Iterator[ResponseEvent]:
+    at: ResponseEvent = {"item_id": item["id"], "output_index": output_index}
+    begun: ResponseItem = {**item, "status": "in_progress", "arguments": ""}
     yield {"type": "response.output_item.added", "output_index": output_index, "item": begun}
     for piece in _argument_pieces(item["arguments"]):
         yield {"type": "response.function_call_arguments.delta", **at, "delta": piece}
@@ -350,7 +555,7 @@ def _function_call_events(output_index: int, item: dict[str, Any]) -> Iterator[d
     yield {"type": "response.output_item.done", "output_index": output_index, "item": item}
 
 
-def _response_stream(events: Iterable[dict[str, Any]], pace: Pace | None = None) -> Answer:
+def _response_stream(events: Iterable[ResponseEvent], pace: Pace | None = None) -> Answer:
     return Answer(
         b"".join(
             b"event: " + event["type"].encode() + b"\ndata: " + wire.json_bytes(event) + b"\n\n"
@@ -377,7 +582,7 @@ def _response_stream(events: Iterable[dict[str, Any]], pace: Pace | None = None)
     read_only=False,
     recorded=False,
 )
-def create_chat_completion(body: dict[str, Any]) -> dict[str, Any] | Answer:
+def create_chat_completion(body: ChatRequest) -> ChatCompletion | Answer:
     """Every one of the `n` choices carries the same reply."""
     body = _given(body)
     gateway = store().gateway
@@ -424,11 +629,11 @@ class ChatReply:
         prompt_tokens: int,
         choices: int,
     ):
-        self.head = {"id": id, "created": created, "model": model}
+        self.head: ChatHead = {"id": id, "created": created, "model": model}
         self.reply = reply
         self.choices = choices
         self.prompt_tokens = prompt_tokens
-        self.calls: list[dict[str, Any]] = [
+        self.calls: list[ChatToolCall] = [
             {
                 "id": _derived_id("call", id, index),
                 "type": "function",
@@ -445,7 +650,7 @@ class ChatReply:
             1 + len(_argument_pieces(call.arguments)) for call in reply.tool_calls
         )
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> CompletionUsage:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -459,8 +664,8 @@ class ChatReply:
             },
         }
 
-    def whole(self) -> dict[str, Any]:
-        message: dict[str, Any] = {
+    def whole(self) -> ChatCompletion:
+        message: CompletionMessage = {
             "role": "assistant",
             "content": None if self.calls else "".join(self.pieces),
             "refusal": None,
@@ -480,7 +685,7 @@ class ChatReply:
             "service_tier": "default",
         }
 
-    def chunks(self, usage: bool) -> Iterator[dict[str, Any]]:
+    def chunks(self, usage: bool) -> Iterator[ChatCompletionChunk]:
         """The stream's chunks: per choice, the role, then one word per chunk (or each tool
         call's name, then its arguments in pieces), then the finish; the usage last."""
         for index in range(self.choices):
@@ -491,17 +696,22 @@ class ChatReply:
                 yield self._chunk(index, {"content": piece})
             for number, call in enumerate(self.calls):
                 name, arguments = call["function"]["name"], call["function"]["arguments"]
-                opened = {"index": number, "id": call["id"], "type": "function"}
-                opened["function"] = {"name": name, "arguments": ""}
+                opened: ChatToolCall = {
+                    "index": number,
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": name, "arguments": ""},
+                }
                 yield self._chunk(index, {"tool_calls": [opened]})
                 for piece in _argument_pieces(arguments):
-                    more = {"index": number, "function": {"arguments": piece}}
+                    more: ChatToolCall = {"index": number, "function": {"arguments": piece}}
                     yield self._chunk(index, {"tool_calls": [more]})
             yield self._chunk(index, {}, self.finish)
         if usage:
-            yield {**self._base(), "choices": [], "usage": self.usage()}
+            last: UsageChunk = {**self._base(), "choices": [], "usage": self.usage()}
+            yield last
 
-    def _base(self) -> dict[str, Any]:
+    def _base(self) -> ChunkHead:
         return {
             **self.head,
             "object": "chat.completion.chunk",
@@ -510,9 +720,14 @@ class ChatReply:
         }
 
     def _chunk(
-        self, index: int, delta: dict[str, Any], finish: str | None = None
-    ) -> dict[str, Any]:
-        choice = {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
+        self, index: int, delta: ChunkDelta, finish: str | None = None
+    ) -> ChatCompletionChunk:
+        choice: ChunkChoice = {
+            "index": index,
+            "delta": delta,
+            "finish_reason": finish,
+            "logprobs": None,
+        }
         return {**self._base(), "choices": [choice]}
 
 
@@ -530,7 +745,7 @@ class ChatReply:
     client_model="openai.types:CreateEmbeddingResponse",
     read_only=False,
 )
-def create_embedding(body: dict[str, Any]) -> dict[str, Any]:
+def create_embedding(body: EmbeddingRequest) -> EmbeddingList:
     body = _given(body)
     gateway = store().gateway
     model = gateway.model(body["model"], "embedding")
@@ -546,16 +761,14 @@ def create_embedding(body: dict[str, Any]) -> dict[str, Any]:
                 }
             ],
         )
-    given = body["input"]
-    if isinstance(given, str) or (given and isinstance(given[0], int)):
-        given = [given]
+    given = _inputs(body["input"])
     texts = [text if isinstance(text, str) else " ".join(map(str, text)) for text in given]
     counted = sum(_tokens(t) if isinstance(t, str) else len(t) for t in given)
     base64 = body.get("encoding_format") == "base64"
-    data = []
+    data: list[Embedding] = []
     for index, text in enumerate(texts):
         vector = gateway.embedding(model, text, dimensions)
-        sent: Any = gateway.base64_embedding(vector) if base64 else vector
+        sent: list[float] | str = gateway.base64_embedding(vector) if base64 else vector
         data.append({"object": "embedding", "index": index, "embedding": sent})
     return {
         "object": "list",
@@ -565,15 +778,24 @@ def create_embedding(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _inputs(given: str | list[str] | list[int] | list[list[int]]) -> list[str | list[int]]:
+    """An embeddings request's input as a list of inputs: texts, or lists of tokens."""
+    if isinstance(given, str):
+        return [given]
+    if given and isinstance(given[0], int):  # one list of tokens
+        return [[token for token in given if isinstance(token, int)]]
+    return [each for each in given if not isinstance(each, int)]
+
+
 # -- models ----------------------------------------------------------------------------------
 
 
-def model_record(model: Model) -> dict[str, Any]:
+def model_record(model: Model) -> ModelObject:
     return {"id": model.id, "object": "model", "created": model.created, "owned_by": model.owned_by}
 
 
 @operation("listModels", Example("GET", "/models"))
-def list_models() -> dict[str, Any]:
+def list_models() -> ModelList:
     return {"object": "list", "data": [model_record(m) for m in store().gateway.models()]}
 
 
@@ -583,5 +805,5 @@ def list_models() -> dict[str, Any]:
     {404: ModelNotFound},
     client_model="openai.types:Model",
 )
-def get_model(model: str) -> dict[str, Any]:
+def get_model(model: str) -> ModelObject:
     return model_record(store().gateway.model(model))

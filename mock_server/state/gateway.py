@@ -21,7 +21,7 @@ import random
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import orjson
 import regex
@@ -35,7 +35,7 @@ from mock_server.contract.validation import (
     violations,
 )
 from mock_server.core import errors
-from mock_server.core.jsonvalue import JsonObject
+from mock_server.core.jsonvalue import JsonList, JsonObject, JsonValue
 from mock_server.state import fixture_format
 from mock_server.state.area import Area, locked
 
@@ -142,6 +142,222 @@ class RateLimited(errors.PlatformError):
     default_message = "Rate limit reached for requests; retry later"
 
 
+# -- the records of the gateway, as OpenAI's Responses API writes them (`spec/gateway.yaml`) --
+
+
+class ContentPart(TypedDict):
+    """A part of a message's content: `input_text`, or `output_text` with its annotations."""
+
+    type: str
+    text: str
+    annotations: NotRequired[JsonList]
+
+
+class ResponseItem(TypedDict):
+    """An item of a response's input or output: a message (`role`, `content`), a function
+    call (`call_id`, `name`, `arguments`) or a function call's output (`call_id`, `output`)."""
+
+    id: str
+    type: str
+    status: str
+    role: NotRequired[str]
+    content: NotRequired[list[ContentPart]]
+    call_id: NotRequired[str]
+    name: NotRequired[str]
+    arguments: NotRequired[str]
+    output: NotRequired[str]
+
+
+class ResponseError(TypedDict):
+    code: str
+    message: str
+
+
+class IncompleteDetails(TypedDict):
+    reason: str
+
+
+class InputTokensDetails(TypedDict):
+    cached_tokens: int
+    cache_write_tokens: int
+
+
+class OutputTokensDetails(TypedDict):
+    reasoning_tokens: int
+
+
+class ResponseUsage(TypedDict):
+    input_tokens: int
+    input_tokens_details: InputTokensDetails
+    output_tokens: int
+    output_tokens_details: OutputTokensDetails
+    total_tokens: int
+
+
+class ModelResponse(TypedDict):
+    """A model response as OpenAI's `Response`, with the platform's `provider`; what a client
+    chose and the mock only echoes (reasoning, text format, tools) is JSON carried unread."""
+
+    id: str
+    object: Literal["response"]
+    created_at: int
+    status: str
+    error: ResponseError | None
+    incomplete_details: IncompleteDetails | None
+    instructions: str | None
+    max_output_tokens: int | None
+    model: str
+    output: list[ResponseItem]
+    parallel_tool_calls: bool
+    previous_response_id: str | None
+    reasoning: JsonObject
+    service_tier: str
+    store: bool
+    temperature: float
+    text: JsonObject
+    tool_choice: JsonValue
+    tools: JsonList
+    top_p: float
+    truncation: str
+    usage: ResponseUsage
+    user: str | None
+    metadata: dict[str, str]
+    provider: str
+
+
+class InputPart(TypedDict, total=False):
+    """A part of an input message's content, as a create request gives it."""
+
+    type: str
+    text: str
+
+
+class InputItem(TypedDict, total=False):
+    """An item of a create request's input: a message (its `type` may be left out), a
+    function call or a function call's output."""
+
+    id: str
+    type: str
+    role: str
+    content: str | list[InputPart]
+    call_id: str
+    name: str
+    arguments: str
+    output: str
+
+
+class ResponseRequest(TypedDict, total=False):
+    """A `createModelResponse` body (its nulls dropped): the fields the mock reads, and
+    what it echoes into the response as JSON carried unread."""
+
+    model: str
+    input: str | list[InputItem]
+    instructions: str
+    max_output_tokens: int
+    parallel_tool_calls: bool
+    previous_response_id: str
+    reasoning: JsonObject
+    service_tier: str
+    store: bool
+    stream: bool
+    temperature: float
+    text: JsonObject
+    tool_choice: JsonValue
+    tools: JsonList
+    top_p: float
+    truncation: str
+    user: str
+    metadata: dict[str, str]
+
+
+class ToolCallRecord(TypedDict):
+    name: str
+    arguments: str
+
+
+class ReplyRecord(TypedDict, total=False):
+    """A scripted reply as the fixture document writes it."""
+
+    text: str
+    toolCalls: list[ToolCallRecord]
+    chunkDelayMs: int
+    fault: str
+    afterChunks: int
+
+
+class GivenToolCall(TypedDict):
+    """A tool call as a fixture or the admin API gives it: its arguments as JSON text, or
+    as the JSON value itself."""
+
+    name: str
+    arguments: NotRequired[JsonValue]
+
+
+class GivenReply(TypedDict, total=False):
+    text: str
+    toolCalls: list[GivenToolCall]
+    chunkDelayMs: int
+    fault: str
+    afterChunks: int
+
+
+class ScriptMatch(TypedDict, total=False):
+    """What a script matches: a model, and an input exactly or by a pattern."""
+
+    model: str
+    input: str
+    pattern: str
+
+
+class ScriptRecord(TypedDict):
+    """A script as the fixture document writes it."""
+
+    id: str
+    model: NotRequired[str]
+    input: NotRequired[str]
+    pattern: NotRequired[str]
+    replies: list[ReplyRecord]
+
+
+class GivenScript(TypedDict):
+    """A script as a fixture or the admin API gives it (its id may be left to the mock)."""
+
+    id: NotRequired[str]
+    model: NotRequired[str]
+    input: NotRequired[str]
+    pattern: NotRequired[str]
+    replies: list[GivenReply]
+
+
+class ShownScript(ScriptRecord):
+    """A script as the admin API shows it: every reply, and how many times it answered."""
+
+    used: int
+
+
+def stored(response: ModelResponse) -> JsonObject:
+    """A response as the world holds it: the JSON a fixture document writes."""
+    # A TypedDict is not a dict of JSON values to mypy, though every value of one is JSON.
+    return cast(JsonObject, response)
+
+
+def as_response(held: JsonObject) -> ModelResponse:
+    """A response the world holds, as its record: every one was checked against the
+    contract's `ModelResponse` (a fixture's by its loader) or built here."""
+    return cast(ModelResponse, held)
+
+
+def stored_items(items: list[ResponseItem]) -> list[JsonObject]:
+    """A response's input items as the world holds them: the JSON a fixture document writes."""
+    return cast(list[JsonObject], items)
+
+
+def as_items(held: list[JsonObject]) -> list[ResponseItem]:
+    """A response's input items the world holds, as records (built here, or a fixture's
+    checked against the contract by its loader)."""
+    return cast(list[ResponseItem], held)
+
+
 @dataclass(frozen=True)
 class Model:
     """A model the gateway serves: chat models answer chat completions and responses,
@@ -153,7 +369,7 @@ class Model:
     owned_by: str = "openai"
     created: int = 0
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> fixture_format.ModelRecord:
         """As the fixture document writes it (a dict, as the live view shows records)."""
         return {
             **fixture_format.model(
@@ -183,9 +399,9 @@ class Reply:
     after_chunks: int = 1  # a dropped stream: the chunks sent before it drops
     script: str | None = None  # the id of the script that gave it
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> ReplyRecord:
         """As the fixture document writes it."""
-        written: dict[str, Any] = {}
+        written: ReplyRecord = {}
         if self.text is not None:
             written["text"] = self.text
         if self.tool_calls:
@@ -232,22 +448,25 @@ class Script:
         self.used += 1
         return reply
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> ScriptRecord:
         """As the fixture document writes it: the replies not yet used (the last one stays)."""
-        written: dict[str, Any] = {"id": self.id}
-        for key in ("model", "input", "pattern"):
-            if getattr(self, key) is not None:
-                written[key] = getattr(self, key)
+        matched: ScriptMatch = {}
+        if self.model is not None:
+            matched["model"] = self.model
+        if self.input is not None:
+            matched["input"] = self.input
+        if self.pattern is not None:
+            matched["pattern"] = self.pattern
         left = self.replies[min(self.used, len(self.replies) - 1) :]
-        return {**written, "replies": [reply.record() for reply in left]}
+        return {"id": self.id, **matched, "replies": [reply.record() for reply in left]}
 
-    def shown(self) -> dict[str, Any]:
+    def shown(self) -> ShownScript:
         """As the admin API shows it: with how many times it answered."""
         return {**self.record(), "replies": [r.record() for r in self.replies], "used": self.used}
 
 
 @functools.lru_cache(maxsize=256)
-def compiled_pattern(pattern: str) -> Any:
+def compiled_pattern(pattern: str) -> regex.Pattern[str]:
     """A script's pattern, compiled once (`regex`: its searches take a timeout)."""
     return regex.compile(pattern)
 
@@ -261,14 +480,14 @@ def pattern_problem(pattern: str) -> str | None:
     return None
 
 
-def reply_from(record: dict[str, Any]) -> Reply:
+def reply_from(record: GivenReply) -> Reply:
     """A reply as a fixture (or the admin API) writes it, checked by the fixture schema."""
     calls = tuple(
         ToolCall(
             call["name"],
-            call["arguments"]
-            if isinstance(call.get("arguments"), str)
-            else orjson.dumps(call.get("arguments", {})).decode(),
+            arguments
+            if isinstance(arguments := call.get("arguments", {}), str)
+            else orjson.dumps(arguments).decode(),
         )
         for call in record.get("toolCalls", [])
     )
@@ -281,7 +500,7 @@ def reply_from(record: dict[str, Any]) -> Reply:
     )
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     """A JSON value as canonical text (keys sorted): any value a request may hold, integers
     past 64 bits included."""
     return json.dumps(value, sort_keys=True)
@@ -343,8 +562,10 @@ class Gateway(Area):
 
     # -- replies ---------------------------------------------------------------------------
     @locked
-    def add_script(self, record: dict[str, Any]) -> Script:
+    def add_script(self, given: JsonObject) -> Script:
         """A script as a fixture writes it (checked by the fixture schema)."""
+        # Checked against the fixture schema's script by the fixture reader: a GivenScript.
+        record = cast(GivenScript, given)
         pattern = record.get("pattern")
         if pattern is not None and pattern_problem(pattern):
             raise ValueError(f"pattern {pattern_problem(pattern)}")
@@ -440,7 +661,7 @@ class Gateway(Area):
         temperature: float = 1.0,
         previous_response_id: str | None = None,
         input_text: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ModelResponse:
         """Store a response; what is not given is filled in realistically from the seed."""
         if status not in RESPONSE_STATUSES:
             raise ValueError(f"unknown response status {status!r}")
@@ -454,7 +675,7 @@ class Gateway(Area):
         output_tokens = max(1, round(len(text.split()) * 1.3)) if has_output else 0
         if status == "incomplete" and max_output_tokens is None:
             max_output_tokens = output_tokens
-        output = (
+        output: list[ResponseItem] = (
             [
                 {
                     "id": f"msg_{self.sources.hex(32)}",
@@ -467,7 +688,7 @@ class Gateway(Area):
             if has_output
             else []
         )
-        response = {
+        response: ModelResponse = {
             "id": response_id,
             "object": "response",
             "created_at": int(self.sources.clock.now().timestamp()),
@@ -506,9 +727,11 @@ class Gateway(Area):
             "metadata": metadata or {},
             "provider": provider,
         }
-        self.world.model_responses[response_id] = response
+        self.world.model_responses[response_id] = stored(response)
         if input_text is not None:
-            self.world.response_inputs[response_id] = self.input_items_of(response_id, input_text)
+            self.world.response_inputs[response_id] = stored_items(
+                self.input_items_of(response_id, input_text)
+            )
         return response
 
     @staticmethod
@@ -517,7 +740,7 @@ class Gateway(Area):
         # response changes no other id of the world.
         return f"{prefix}_{_digest(response_id, index).hex()}"
 
-    def _user_message(self, item_id: str, text: str) -> dict[str, Any]:
+    def _user_message(self, item_id: str, text: str) -> ResponseItem:
         return {
             "id": item_id,
             "type": "message",
@@ -527,22 +750,23 @@ class Gateway(Area):
         }
 
     @locked
-    def add_stored(
-        self, response: dict[str, Any], inputs: Iterable[dict[str, Any]] = ()
-    ) -> dict[str, Any]:
+    def add_stored(self, response: JsonObject, inputs: Iterable[JsonObject] = ()) -> JsonObject:
         """Store a complete response object as given (checked by the fixture loader or the
         handler), with its input items."""
-        self.claim_id("a model response", response["id"])
-        self.world.model_responses[response["id"]] = copy.deepcopy(response)
+        response_id = as_response(response)["id"]
+        self.claim_id("a model response", response_id)
+        self.world.model_responses[response_id] = copy.deepcopy(response)
         items = copy.deepcopy(list(inputs))
         if items:
-            self.world.response_inputs[response["id"]] = items
+            self.world.response_inputs[response_id] = items
         return response
 
     @locked
     def create_response(
-        self, request: dict[str, Any], build: Callable[[str, list[dict[str, Any]]], dict[str, Any]]
-    ) -> dict[str, Any]:
+        self,
+        request: ResponseRequest,
+        build: Callable[[str, list[ResponseItem]], ModelResponse],
+    ) -> ModelResponse:
         """A response made for a request: `build(id, input items)` writes it (the handler's
         rendering); stored unless the request says `store: false`. A previous response it
         names must exist."""
@@ -563,26 +787,28 @@ class Gateway(Area):
         items = self.input_items_of(response_id, request.get("input"))
         response = build(response_id, items)
         if response["store"]:
-            self.world.model_responses[response_id] = response
-            self.world.response_inputs[response_id] = items
+            self.world.model_responses[response_id] = stored(response)
+            self.world.response_inputs[response_id] = stored_items(items)
         else:
             self.release_ids(response_id)
         return response
 
-    def input_items_of(self, response_id: str, given: Any) -> list[dict[str, Any]]:
+    def input_items_of(
+        self, response_id: str, given: str | list[InputItem] | None
+    ) -> list[ResponseItem]:
         """The input of a create request as the items `input_items` lists, each with an id."""
         if given is None:
             return []
         if isinstance(given, str):
             return [self._user_message(self._item_id("msg", response_id, 0), given)]
-        items = []
+        items: list[ResponseItem] = []
         for index, item in enumerate(given):
             kind = item.get("type") or "message"  # a message may leave its type out
             if kind == "message":
                 content = item["content"]
                 role = item["role"]
                 part_type = "output_text" if role == "assistant" else "input_text"
-                parts = (
+                parts: list[ContentPart] = (
                     [{"type": part_type, "text": content}]
                     if isinstance(content, str)
                     else [{"type": p["type"], "text": p["text"]} for p in content]
@@ -622,11 +848,11 @@ class Gateway(Area):
         return items
 
     @locked
-    def response(self, response_id: str) -> dict[str, Any]:
+    def response(self, response_id: str) -> ModelResponse:
         response = self.world.model_responses.get(response_id)
         if response is None:
             raise errors.ModelResponseNotFound(f"No model response with id {response_id!r}")
-        return response
+        return as_response(response)
 
     @locked
     def delete_response(self, response_id: str) -> None:
@@ -639,12 +865,12 @@ class Gateway(Area):
     @locked
     def input_items(
         self, response_id: str, *, after: str | None, limit: int, order: str
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[ResponseItem], bool]:
         """A page of a response's input items in the order asked (`desc`: last first),
         after the item `after` (an id the list does not hold: from the start), and whether
         more follow."""
         self.response(response_id)
-        items = list(self.world.response_inputs.get(response_id, []))
+        items = list(as_items(self.world.response_inputs.get(response_id, [])))
         if order == "desc":
             items.reverse()
         ids = [item["id"] for item in items]

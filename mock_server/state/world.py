@@ -7,6 +7,7 @@ import pickle
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.state.entities import (
     Application,
     AppliedRoleBinding,
@@ -89,10 +90,10 @@ class World:
     deployments: dict[str, Deployment] = field(default_factory=dict)
     job_runs: dict[str, list[JobRun]] = field(default_factory=dict)  # by application id
     tokens: dict[tuple[str, str], PersonalAccessToken] = field(default_factory=dict)
-    model_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model_responses: dict[str, JsonObject] = field(default_factory=dict)
     # The gateway's (`state.gateway`): the input items of model responses, by response id;
     # the models it serves, by id; the replies scripted for them, in order.
-    response_inputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    response_inputs: dict[str, list[JsonObject]] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)
     scripts: dict[str, Any] = field(default_factory=dict)
     role_bindings: dict[str, AppliedRoleBinding] = field(default_factory=dict)  # by name

@@ -14,15 +14,16 @@ response) before it is listed or searched, so that a search cannot find what a p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
 
 import orjson
 
 from mock_server.core import masking
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.state.entities import Application, JobRun
+from mock_server.state.gateway import as_response
 from mock_server.state.identity import reference
 from mock_server.state.jobs import run_record
 from mock_server.state.run_index import RunIndex
@@ -38,11 +39,12 @@ class Record:
 
     id: str
     title: str
-    record: dict[str, Any]
+    record: JsonObject
 
 
-def _record(record_id: str, title: str, record: dict[str, Any]) -> Record:
-    """A record as the view lists it: every credential in it hidden."""
+def _record(record_id: str, title: str, record: Mapping[str, object]) -> Record:
+    """A record as the view lists it (any record of the world, read as JSON): every
+    credential in it hidden."""
     shown = masking.masked_text
     return Record(shown(record_id), shown(title), masking.masked(record))
 
@@ -107,7 +109,7 @@ def _subjects(type_: str) -> Callable[[Store], Iterator[Record]]:
         for subject in world.subjects.values():
             if subject.type != type_:
                 continue
-            shown: dict[str, Any] = {
+            shown: JsonObject = {
                 "id": subject.id,
                 "name": subject.name,
                 "displayName": subject.display_name,
@@ -305,12 +307,11 @@ def _tokens(store: Store) -> Iterator[Record]:
 def _model_responses(store: Store) -> Iterator[Record]:
     inputs = store.world.response_inputs
     for response in store.world.model_responses.values():
-        shown = (
-            {**response, "input": inputs[response["id"]]} if response["id"] in inputs else response
-        )
+        response_id = as_response(response)["id"]
+        shown = {**response, "input": inputs[response_id]} if response_id in inputs else response
         yield _record(
-            response["id"],
-            f"{response['id']} {response.get('model', '')}",
+            response_id,
+            f"{response_id} {response.get('model', '')}",
             shown,
         )
 

@@ -21,18 +21,31 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TypeAlias, TypedDict
 
 from mock_server.core import escape, masking
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.services.journal import Entry
+from mock_server.view.shown import JournalRow
 
 QUEUE_BYTES = 1024 * 1024  # of events kept for a subscriber that does not read; past it, dropped
 WRITE_BYTES = 64 * 1024  # of events a stream writes at once (or one event, if larger)
 MAX_SUBSCRIBERS = 32  # streams at once; another is refused (503) rather than slowing all
 
 
-def encoded(kind: str, data: dict[str, Any]) -> bytes:
+class RequestShown(TypedDict):
+    """A `request` event: a request journaled, as the journal's table shows it."""
+
+    request: JournalRow
+
+
+# What an event says: a request shown, or JSON the hub carries unread (what changed, the
+# fixture watcher's word).
+Said: TypeAlias = "RequestShown | JsonObject"
+
+
+def encoded(kind: str, data: Said) -> bytes:
     """One server-sent event: its `event` line and its data as one line of JSON, inert as
     text (`escape.json_bytes`)."""
     line = escape.json_bytes({"type": kind, **data})
@@ -75,17 +88,17 @@ class Subscriber:
 class Hub:
     """The events of one mock, and the streams that watch them."""
 
-    def __init__(self, shown: Callable[[Entry], dict[str, Any]] | None = None):
+    def __init__(self, shown: Callable[[Entry], JournalRow] | None = None):
         self._lock = threading.Lock()
         self._subscribers: list[Subscriber] = []
         self._shown = shown  # a journal entry as an event shows it
-        self.last_reload: dict[str, Any] | None = None  # the watcher's last word, for new pages
+        self.last_reload: JsonObject | None = None  # the watcher's last word, for new pages
 
     @property
     def subscribers(self) -> int:
         return len(self._subscribers)
 
-    def publish(self, kind: str, data: dict[str, Any]) -> None:
+    def publish(self, kind: str, data: Said) -> None:
         """Send an event to every stream; never waits."""
         if not self._subscribers:
             return
@@ -99,12 +112,12 @@ class Hub:
         if self._subscribers and self._shown is not None:
             self.publish("request", {"request": self._shown(entry)})
 
-    def reloaded(self, outcome: dict[str, Any]) -> None:
-        """The fixture watcher reloaded the world, or refused an edit (`outcome` says: what
-        it quotes of the files, credentials hidden)."""
-        outcome = masking.masked(outcome)
-        self.last_reload = outcome
-        self.publish("reload", outcome)
+    def reloaded(self, outcome: Mapping[str, object]) -> None:
+        """The fixture watcher reloaded the world, or refused an edit (`outcome` says, as
+        JSON: what it quotes of the files, credentials hidden)."""
+        said: JsonObject = masking.masked(outcome)
+        self.last_reload = said
+        self.publish("reload", said)
 
     def subscribe(self) -> Subscriber | None:
         """A new stream's queue; None when MAX_SUBSCRIBERS streams are open."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import TypedDict
 
 from mock_server.contract import documents as contract
 from mock_server.contract.documents import Operation
@@ -24,7 +24,68 @@ from mock_server.services.journal import BODY_LIMIT, Entry, read_body
 from mock_server.view.browse import Record
 
 
-def _text(value: Any) -> str | None:
+class JournalRow(TypedDict):
+    """One line of the journal's table, as the live view shows it."""
+
+    seq: int
+    order: int
+    time: str
+    method: str
+    path: str
+    query: str
+    operationId: str | None
+    status: int | None
+    code: int | None
+    durationMs: float
+    caller: str | None
+    test: str | None
+    violation: bool
+    expected: bool
+    fault: str | None
+    dropped: bool
+    rules: list[str]
+
+
+class SentRequest(TypedDict):
+    headers: list[list[str]]
+    headersDropped: int
+    body: str
+
+
+class SentResponse(TypedDict):
+    headers: list[list[str]]
+    body: str
+
+
+class BrokenRule(TypedDict):
+    """A rule a request broke, and each of its violations (location, field, message and
+    hint), as text."""
+
+    rule: str
+    violations: list[dict[str, str]]
+
+
+class RequestDetail(JournalRow):
+    """A request opened."""
+
+    docs: str | None
+    curl: str
+    pathParams: dict[str, str]
+    message: str | None
+    request: SentRequest
+    response: SentResponse
+    broken: list[BrokenRule]
+
+
+class ShownRecord(TypedDict):
+    """A record of the world: its id, title and the record as indented JSON."""
+
+    id: str
+    title: str
+    record: str
+
+
+def _text(value: str | None) -> str | None:
     return None if value is None else escape.text(value)
 
 
@@ -32,7 +93,7 @@ def _time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def row(entry: Entry) -> dict[str, Any]:
+def row(entry: Entry) -> JournalRow:
     """One line of the journal's table."""
     query = "&".join(f"{k}={v}" for k, values in entry.query.items() for v in values)
     return {
@@ -97,7 +158,7 @@ def docs_link(operation: Operation, gateway_prefix: str) -> str:
     return f"{base}{DOCS_PATH}#/{tag}/{operation.operation_id}"
 
 
-def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) -> dict[str, Any]:
+def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) -> RequestDetail:
     """A request opened: what was sent and answered, every rule it broke, explained, where
     the docs show its operation, and the `curl` line that sends it again (escaped as every
     text of a client: a copied line holds no control character)."""
@@ -131,7 +192,7 @@ def detail(entry: Entry, operations: dict[str, Operation], gateway_prefix: str) 
     }
 
 
-def record(found: Record) -> dict[str, Any]:
+def record(found: Record) -> ShownRecord:
     """A record of the world: its id, title and the record as indented JSON."""
     return {
         "id": escape.text(found.id),
