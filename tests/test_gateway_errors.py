@@ -178,3 +178,18 @@ def test_a_huge_violating_value_is_refused_in_a_short_answer(gateway):
     body = assert_error(response, 400, 40001)
     assert len(response.content) < 2_000
     assert body["details"][0]["field"] == "input"
+
+
+def test_a_huge_value_wrong_past_its_first_values_is_not_said_to_break_what_it_keeps(gateway):
+    # The cut that explains a huge value ends its room on a valid `logit_bias` of 3,000
+    # entries; the `messages` after it were cut to [] and explained as "should be
+    # non-empty", a violation the request does not have (and the error's `param`).
+    body = {
+        "model": "gpt-4o-mini",
+        "logit_bias": {str(token): 1 for token in range(3000)},
+        "messages": [{"role": "user", "content": "hi"}],
+        "n": -1,
+    }
+    response = gateway.post("/chat/completions", json=body)
+    found = assert_error(response, 400, 40001)
+    assert "messages" not in [detail["field"] for detail in found["details"]]

@@ -158,7 +158,19 @@ def explain(error: ValidationError, location: str, prefix: tuple[t.Any, ...] = (
     return [detail for _, detail in _explained(error, location, prefix)]
 
 
-def _explained(error: ValidationError, location: str, prefix: tuple[t.Any, ...]) -> list[Ruled]:
+# What a value with fewer items or fields breaks: where the cut shortened a list or an object,
+# such a violation is the cut's, not the value's.
+_FEWER = frozenset({"minItems", "minProperties", "required", "contains", "dependentRequired"})
+
+
+def _explained(
+    error: ValidationError,
+    location: str,
+    prefix: tuple[t.Any, ...],
+    shortened: frozenset[tuple[t.Any, ...]] = frozenset(),
+) -> list[Ruled]:
+    if error.validator in _FEWER and tuple(error.absolute_path) in shortened:
+        return []
     where = field_path([*prefix, *error.absolute_path])
     instance, schema = error.instance, error.schema
     if error.validator == "required":
@@ -187,7 +199,7 @@ def _explained(error: ValidationError, location: str, prefix: tuple[t.Any, ...])
         index = discriminated_index(instance, schema)
         if index is not None:
             found = [e for e in error.context or () if e.relative_schema_path[0] == index]
-            return [pair for e in found for pair in _explained(e, location, prefix)]
+            return [pair for e in found for pair in _explained(e, location, prefix, shortened)]
         choices = [v["properties"][prop]["enum"][0] for v in schema["oneOf"]]
         detail = {
             "location": location,
@@ -229,6 +241,7 @@ def ruled_violations(
     if verdict:
         return []
     huge = _more_values_than(instance, MAX_EXPLAINED_VALUES)
+    shortened: frozenset[tuple[t.Any, ...]] = frozenset()
     if huge:
         # Both libraries explain a oneOf by checking each branch whole and keeping every
         # error of each: 100,000 items under a oneOf was 700,000 descents, 3 s of the event
@@ -237,7 +250,7 @@ def ruled_violations(
         # with those (what is wrong lies past the cut), the value is said not to match.
         # A huge value jsonschema-rs cannot read (verdict None: a lone surrogate in a
         # response the journal shows) is judged by its first values.
-        instance = _cut(instance)
+        instance, shortened = _cut(instance)
         if schema.is_valid(instance):
             return [_not_explained(location, prefix)]
     # A body of half a million wrong items has as many violations: explaining them all would
@@ -245,11 +258,11 @@ def ruled_violations(
     found = [
         pair
         for error in itertools.islice(schema.explainer.iter_errors(instance), MAX_DETAILS)
-        for pair in _explained(error, location, prefix)
+        for pair in _explained(error, location, prefix, shortened)
     ][:MAX_DETAILS]
     if not found and schema.fast is not None:
         # jsonschema-rs is the stricter of the two (it checks formats jsonschema may skip).
-        found = _fast_violations(schema, instance, location, prefix)
+        found = _fast_violations(schema, instance, location, prefix, shortened)
     if not found and huge and verdict is False:
         found = [_not_explained(location, prefix)]
     return found
@@ -269,31 +282,38 @@ def _not_explained(location: str, prefix: tuple[t.Any, ...]) -> Ruled:
 MAX_EXPLAINED_VALUES = 3_000
 
 
-def _cut(instance: t.Any) -> t.Any:
+def _cut(instance: t.Any) -> tuple[t.Any, frozenset[tuple[t.Any, ...]]]:
     """A copy of the value with its lists cut, depth first, to `MAX_EXPLAINED_VALUES` values
     in all (a cut of each list alone left 500 lists of 650 numbers whole: seconds of the
     event loop to explain). Objects keep their fields, so that no field sent is said to be
     missing, but their first `MAX_EXPLAINED_VALUES` only: no object of the contract names
     as many, so the rest are fields it does not have (125,000 of them, under a `oneOf`, were
-    0.8 s)."""
+    0.8 s). With it, where it shortened a list or an object: what fewer items or fields
+    break there (`minItems`, `required`, ...) is the cut's doing, not the value's."""
     room = MAX_EXPLAINED_VALUES
+    shortened: set[tuple[t.Any, ...]] = set()
 
-    def cut(value: t.Any) -> t.Any:
+    def cut(value: t.Any, path: tuple[t.Any, ...]) -> t.Any:
         nonlocal room
         room -= 1
         if isinstance(value, list):
             kept = []
-            for item in value[:MAX_EXPLAINED_VALUES]:
+            for index, item in enumerate(value[:MAX_EXPLAINED_VALUES]):
                 if room <= 0:
                     break
-                kept.append(cut(item))
+                kept.append(cut(item, (*path, index)))
+            if len(kept) < len(value):
+                shortened.add(path)
             return kept
         if isinstance(value, dict):
             fields = itertools.islice(value.items(), MAX_EXPLAINED_VALUES)
-            return {key: cut(field) for key, field in fields}
+            out = {key: cut(field, (*path, key)) for key, field in fields}
+            if len(out) < len(value):
+                shortened.add(path)
+            return out
         return value
 
-    return cut(instance)
+    return cut(instance, ()), frozenset(shortened)
 
 
 def _more_values_than(instance: t.Any, limit: int) -> bool:
@@ -312,14 +332,21 @@ def _more_values_than(instance: t.Any, limit: int) -> bool:
 
 
 def _fast_violations(
-    schema: CompiledSchema, instance: t.Any, location: str, prefix: tuple[t.Any, ...]
+    schema: CompiledSchema,
+    instance: t.Any,
+    location: str,
+    prefix: tuple[t.Any, ...],
+    shortened: frozenset[tuple[t.Any, ...]] = frozenset(),
 ) -> list[Ruled]:
+    """jsonschema-rs's violations, less any where the cut shortened the value (its errors
+    do not name their keyword: the cut's are told apart by their place)."""
     assert schema.fast is not None
     try:
         return [
             ("", {"location": location, "field": field_path([*prefix, *e.instance_path]),
                   "message": _short(e.message)})
             for e in itertools.islice(schema.fast.iter_errors(instance), MAX_DETAILS)
+            if tuple(e.instance_path) not in shortened
         ]  # fmt: skip
     except Exception:  # a value jsonschema-rs cannot read: the other library's verdict stands
         return []
