@@ -267,6 +267,24 @@ def test_options_that_cannot_be_used_are_refused(capsys, args: list[str], messag
     assert (status, message in capsys.readouterr().err) == (2, True)
 
 
+# URLs urlsplit reads but no request can be sent to (httpx refuses them): accepted, each
+# request "answered" 400 by the forwarding itself, reported as drift (drift) or as the
+# client's doing (proxy), with "the target answered every request".
+@pytest.mark.parametrize(
+    "target",
+    [
+        pytest.param("http://[::1]x", id="text-after-the-brackets"),
+        pytest.param("http://[v1.x]", id="ip-future"),
+        pytest.param("http://x\x01", id="control-character"),
+        pytest.param("http://x/\x7f", id="delete-in-the-path"),
+    ],
+)
+def test_a_target_no_request_can_be_sent_to_is_a_usage_error(capsys, monkeypatch, target: str):
+    monkeypatch.setenv("TFY_API_KEY", "a-token-of-the-target")
+    status = exit_status(["drift", "--target", target, "--timeout", "2"])
+    assert (status, "--target" in capsys.readouterr().err) == (2, True)
+
+
 # -- proxy, as a process of its own -------------------------------------------------------------
 
 

@@ -100,6 +100,20 @@ def http_url(text: str) -> str:
     return text.rstrip("/")
 
 
+def _unsendable(text: str) -> str | None:
+    """Why the client that sends the requests refuses a URL `http_url` took, if it does:
+    urlsplit reads `http://[::1]x` or a control character, which httpx refuses at every
+    request (and each refusal would be reported as the target's answer). Checked after the
+    command line is read, since it imports httpx."""
+    import httpx
+
+    try:
+        httpx.URL(text)
+    except httpx.InvalidURL as error:
+        return f"{text!r} is not a URL: {error}"
+    return None
+
+
 def one_of(choices: Sequence[str]) -> Callable[[str], str]:
     """A type that takes one of `choices`, refusing anything else with the closest one."""
 
@@ -670,6 +684,15 @@ def refusal(args: argparse.Namespace) -> tuple[int, str] | None:
         problem = key_problem(key)
         if problem:
             return EXIT_USAGE, f"{named(args, 'signing_key', '--signing-key')}: {problem}"
+    for name, flag in (
+        ("target", "--target"),
+        ("gateway_target", "--gateway-target"),
+        ("url", "--url"),
+    ):
+        url = getattr(args, name, None)
+        problem = None if url is None else _unsendable(url)
+        if problem:
+            return EXIT_USAGE, f"{named(args, name, flag)}: {problem}"
     port = getattr(args, "port", None)
     if hasattr(args, "host") and port is not None and not 0 <= port <= 65535:
         where = f"{args.host}:{port}"
