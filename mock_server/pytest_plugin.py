@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import pytest
 
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     import httpx
 
     from mock_server.core.coordinates import Coordinates
+    from mock_server.core.jsonvalue import JsonObject
     from mock_server.fixtures.loader import Fixture
     from mock_server.http.mock import PlatformMock
     from mock_server.http.remote import RemoteMock
@@ -280,12 +281,32 @@ def _fail_on_violation(config: pytest.Config) -> bool:
     )
 
 
-def _marker_options(item: pytest.Item) -> dict[str, Any]:
+class MarkerOptions(TypedDict, total=False):
+    """What a platform_mock marker may set (`MARKER_OPTIONS`)."""
+
+    fixtures: list[str]  # fixture files, relative to the test's module
+    seed: int | None
+    expect_violations: bool
+
+
+def _marker_names(item: pytest.Item) -> set[str]:
+    """Every option any platform_mock marker of the test names, known or not."""
+    return {name for marker in item.iter_markers("platform_mock") for name in marker.kwargs}
+
+
+def _marker_options(item: pytest.Item) -> MarkerOptions:
     """The options of every platform_mock marker of the test, its class and its module: the
     closest wins for each, so a module can mark every test and one test add its own."""
-    options: dict[str, Any] = {}
+    options: MarkerOptions = {}
     for marker in reversed(list(item.iter_markers("platform_mock"))):
-        options.update(marker.kwargs)
+        # pytest hands a marker's keywords over untyped: each known one is taken as given.
+        given = marker.kwargs
+        if "fixtures" in given:
+            options["fixtures"] = given["fixtures"]
+        if "seed" in given:
+            options["seed"] = given["seed"]
+        if "expect_violations" in given:
+            options["expect_violations"] = given["expect_violations"]
     return options
 
 
@@ -409,7 +430,7 @@ class _Backend(Protocol):
 
     def store(self) -> Store: ...
 
-    def load(self, document: dict[str, Any]) -> None: ...
+    def load(self, document: JsonObject) -> None: ...
 
     def fault(self, operation_id: str, **effect: Any) -> Fault: ...
 
@@ -506,7 +527,7 @@ class _Local(_Backend):
     def store(self) -> Store:
         return self.mock.store
 
-    def load(self, document: dict[str, Any]) -> None:
+    def load(self, document: JsonObject) -> None:
         from mock_server.fixtures import loader
 
         self.mock.store.load(loader.check(document, "platform_mock.load"))
@@ -565,7 +586,7 @@ class _Remote(_Backend):
     def store(self) -> Store:
         return self.remote.store()
 
-    def load(self, document: dict[str, Any]) -> None:
+    def load(self, document: JsonObject) -> None:
         self.remote.load(document)
 
     def fault(self, operation_id: str, **effect: Any) -> Fault:
@@ -677,14 +698,14 @@ class MockHandle:
         `load()`, which works in both cases."""
         return self.backend.store()
 
-    def load(self, document: dict[str, Any]) -> None:
+    def load(self, document: JsonObject) -> None:
         """Add the records of a fixture document (a dict, as a fixture file holds it) to the
         world, whole or not at all."""
         self.backend.load(document)
 
     def script_reply(
         self,
-        *replies: str | dict[str, Any],
+        *replies: str | JsonObject,
         model: str | None = None,
         input: str | None = None,
         pattern: str | None = None,
@@ -696,7 +717,7 @@ class MockHandle:
         a dict as a fixture's `scriptedReplies` writes it: `{"toolCalls": [{"name": ...,
         "arguments": {...}}]}`, `{"fault": "rate-limit"}` (a 429), `{"text": ...,
         "chunkDelayMs": 50, "fault": "drop", "afterChunks": 3}`."""
-        script: dict[str, Any] = {
+        script: JsonObject = {
             "replies": [{"text": r} if isinstance(r, str) else dict(r) for r in replies]
         }
         for key, value in (("model", model), ("input", input), ("pattern", pattern)):
@@ -748,7 +769,7 @@ def platform_mock(
     node = request.node
     options = _marker_options(node)
     arguments = [arg for marker in node.iter_markers("platform_mock") for arg in marker.args]
-    unknown = [*map(repr, arguments), *sorted(set(options) - MARKER_OPTIONS)]
+    unknown = [*map(repr, arguments), *sorted(_marker_names(node) - MARKER_OPTIONS)]
     if unknown:  # a misspelt option would otherwise leave the test without its fixtures
         raise TypeError(
             "the platform_mock marker takes only fixtures=[...], seed=N and "

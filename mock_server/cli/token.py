@@ -19,13 +19,17 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from mock_server.cli import runtime
 from mock_server.cli.options import EXIT_BAD_FIXTURES, EXIT_USAGE, NO_USER, is_loopback
 from mock_server.core.addresses import ADMIN_PREFIX
 from mock_server.core.coordinates import Coordinates
+from mock_server.core.jsonvalue import JsonObject
+
+if TYPE_CHECKING:
+    from mock_server.handlers.admin import TokenBody
 
 ASK_SECONDS = 10.0  # how long a server may take to answer before it is passed over
 # The options of the world a token is minted for here, as the command line names them.
@@ -88,7 +92,7 @@ def token(args: argparse.Namespace) -> int:
     if not servers:
         print(f"platform-mock: {_none_found(args)}", file=sys.stderr)
         return EXIT_USAGE
-    body = {"subject": args.subject} if args.subject else {}
+    body: TokenBody = {"subject": args.subject} if args.subject else {}
     for server in list(servers):
         try:
             status, answer = _ask(server, body)
@@ -103,10 +107,11 @@ def token(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             continue
+        token = answer.get("token")
         if args.admin and status in (200, 404):  # the admin token was taken: it is valid
             printed = server.admin_token
-        elif status == 200 and isinstance(answer.get("token"), str):
-            printed = answer["token"]
+        elif status == 200 and isinstance(token, str):
+            printed = token
         else:
             problem = answer.get("message") or f"status {status}"
             shown = NO_USER if status == 404 and not args.subject else problem
@@ -188,7 +193,7 @@ def _say_which(server: Server, servers: list[Server]) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
-def _ask(server: Server, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _ask(server: Server, body: TokenBody) -> tuple[int, JsonObject]:
     """POST /__admin/tokens to the server: its status and JSON answer."""
     request = urllib.request.Request(
         server.url + ADMIN_PREFIX + "/tokens",
@@ -218,7 +223,7 @@ def _ask(server: Server, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         raise Gone from None
 
 
-def _json(data: bytes) -> dict[str, Any]:
+def _json(data: bytes) -> JsonObject:
     try:
         found = json.loads(data)
     except ValueError:

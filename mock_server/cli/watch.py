@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from watchfiles import watch
 
@@ -49,16 +49,36 @@ _PROBLEM = re.compile(
 _FIELD = re.compile(r"^(?P<field>[A-Za-z0-9_$.\[\]-]+|\(document\)): (?P<message>.*)$")
 
 
+class FixtureProblem(TypedDict):
+    """One problem of a fixture edit refused, as the terminal and the live view show it."""
+
+    file: str  # "" if not known
+    line: int | None
+    field: str  # "" if none
+    message: str
+
+
+class Reload(TypedDict):
+    """What a reload of the fixture files did: the live view's `reload` event, less its type."""
+
+    time: str
+    files: list[str]  # the paths whose change set it off
+    reloaded: bool
+    watching: NotRequired[bool]  # False: the watcher stopped
+    errors: list[FixtureProblem]  # of an edit refused
+    counts: NotRequired[dict[str, int]]  # the world reloaded: its records of each kind
+
+
 def said(error: fixtures.FixtureError) -> list[str]:
     """A fixture error's lines as a terminal is shown them: each problem's credentials hidden
     (`masking.masked`: a credential's field quoted in a message too), then escaped."""
     return [escape.text(_line(masking.masked(problem))) for problem in problems(error)]
 
 
-def problems(error: fixtures.FixtureError) -> list[dict[str, Any]]:
+def problems(error: fixtures.FixtureError) -> list[FixtureProblem]:
     """A fixture error as one record per problem: its file, line (None if not known), field
     ("" if none) and message."""
-    found: list[dict[str, Any]] = []
+    found: list[FixtureProblem] = []
     for line in str(error).split("\n"):  # its own lines: a name or a value holds no other
         match = _PROBLEM.match(line)
         if match is None:  # "... and N more problem(s)"
@@ -195,8 +215,8 @@ class FixtureWatcher:
             "loaded; restart serve to watch them again"
         )
         self._complain(f"platform-mock: {message}")
-        outcome = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        outcome: Reload = {
+            "time": _now(),
             "files": names,
             "reloaded": False,
             "watching": False,
@@ -204,20 +224,15 @@ class FixtureWatcher:
         }
         self.mock.live.reloaded({"type": "reload", **outcome})
 
-    def reload(
-        self, changed: list[str], trouble: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
+    def reload(self, changed: list[str], trouble: list[FixtureProblem] | None = None) -> Reload:
         """Read every fixture file again and, if the world they make can be built, put it in
         place of the running one; what happened, as the live view's `reload` event. A
         `trouble` of the paths, if given, is the first problem of an edit refused."""
         config = self.mock.config
         # Names the mock did not choose.
         changed = [escape.text(masking.masked_text(name)) for name in changed]
-        outcome: dict[str, Any] = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "files": changed,
-        }
-        found: list[dict[str, Any]] = list(trouble or [])
+        time_ = _now()
+        found: list[FixtureProblem] = list(trouble or [])
         documents = fixtures.default_fixtures() if config.default_fixtures else []
         for path in self.files:
             try:
@@ -232,11 +247,13 @@ class FixtureWatcher:
                 found += problems(exc)
         if found:
             # Shown as the view shows any text it did not write.
-            shown = [
-                {k: escape.text(v) if isinstance(v, str) else v for k, v in problem.items()}
-                for problem in masking.masked(found)
-            ]
-            outcome.update(reloaded=False, errors=shown)
+            shown = [_escaped(problem) for problem in masking.masked(found)]
+            outcome: Reload = {
+                "time": time_,
+                "files": changed,
+                "reloaded": False,
+                "errors": shown,
+            }
             self._complain(
                 "\n".join(
                     [
@@ -248,7 +265,13 @@ class FixtureWatcher:
             )
         else:
             counts = browse.counts(self.mock.store)
-            outcome.update(reloaded=True, errors=[], counts=counts)
+            outcome = {
+                "time": time_,
+                "files": changed,
+                "reloaded": True,
+                "errors": [],
+                "counts": counts,
+            }
             seconds = time.perf_counter() - started
             self._say(
                 f"platform-mock: {', '.join(changed)} changed: the world is reloaded "
@@ -259,7 +282,22 @@ class FixtureWatcher:
         return outcome
 
 
-def _line(problem: dict[str, Any]) -> str:
+def _now() -> str:
+    """The time of a reload, as the live view shows it (UTC, to the millisecond)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _escaped(problem: FixtureProblem) -> FixtureProblem:
+    """A problem as the view shows any text it did not write."""
+    return {
+        "file": escape.text(problem["file"]),
+        "line": problem["line"],
+        "field": escape.text(problem["field"]),
+        "message": escape.text(problem["message"]),
+    }
+
+
+def _line(problem: FixtureProblem) -> str:
     where = problem["file"] + (f":{problem['line']}" if problem["line"] else "")
     field = f"{problem['field']}: " if problem["field"] else ""
     return f"{where}: {field}{problem['message']}" if where else problem["message"]

@@ -15,7 +15,7 @@ from mock_server.core.jsonvalue import JsonObject
 from mock_server.core.version import __version__
 from mock_server.fixtures import loader as fixtures
 from mock_server.handlers import render
-from mock_server.handlers.context import mock
+from mock_server.handlers.context import ServedWorld, mock
 from mock_server.handlers.operation import operation
 from mock_server.reports.report import Report
 from mock_server.services.faults import FaultRefused, FaultWire
@@ -401,7 +401,7 @@ def get_report() -> Report:
 
 
 @operation("adminCreateWorld")
-def create_world(body: WorldBody | None = None) -> tuple[dict[str, Any], int]:
+def create_world(body: WorldBody | None = None) -> tuple[ServedWorld, int]:
     worlds = mock().worlds
     if worlds is None:
         raise errors.WorldNotFound(

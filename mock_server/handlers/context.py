@@ -12,8 +12,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+from mock_server.core.coordinates import CoordinatesWire
 from mock_server.fixtures.loader import Fixture
 from mock_server.reports.report import ContractReport
 from mock_server.services.auth import Authenticator
@@ -24,11 +25,18 @@ from mock_server.state import Caller, Store
 from mock_server.view.live import Hub
 
 
+class ServedWorld(CoordinatesWire):
+    """A world served beside a mock, as the admin API describes it (`World` of
+    spec/admin.yaml): its id, and where it is (`Coordinates.to_dict()`)."""
+
+    id: str
+
+
 class WorldHost(Protocol):
     """What serves other worlds beside a mock (`POST /__admin/worlds`): the server layer,
     which alone can listen on new ports."""
 
-    def create(self, seed: int | None) -> dict[str, Any]: ...
+    def create(self, seed: int | None) -> ServedWorld: ...
 
     def remove(self, world_id: str) -> bool: ...
 

@@ -15,7 +15,7 @@ import importlib.metadata
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import connexion
 import flask
@@ -50,11 +50,13 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
+from werkzeug.routing import Rule
 
 from mock_server.contract import documents as contract
 from mock_server.contract.validation import invalid_request
 from mock_server.core import errors, escape, start_cache, wire
 from mock_server.core.coordinates import base_url, reached_url
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.handlers import catalog
 from mock_server.handlers.context import Answer, Call, Mock, serving
 from mock_server.http import wsgi
@@ -72,6 +74,9 @@ from mock_server.http.validators import (
 )
 from mock_server.http.view_page import ViewPage, secured
 from mock_server.services.exchange import exchange
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment  # Flask's own type of a WSGI environ
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +122,8 @@ class _ServedSwaggerUIAPI(SwaggerUIAPI):
     names the base path alone, which Swagger UI shows as an empty server for the control
     plane (base path `/`)."""
 
-    def _spec_for_prefix(self, request: Any) -> dict[str, Any]:
-        served = dict(super()._spec_for_prefix(request))
+    def _spec_for_prefix(self, request: Any) -> JsonObject:
+        served: JsonObject = dict(super()._spec_for_prefix(request))
         base = self._base_path_for_prefix(request)
         served["servers"] = [{"url": own_url(request.scope) + base, "description": "this mock"}]
         return served
@@ -210,7 +215,7 @@ _OWN_DOCUMENTS: contextvars.ContextVar[bool] = contextvars.ContextVar("own", def
 _connexion_validate_spec = OpenAPISpecification._validate_spec.__func__
 
 
-def _validate_spec_once(cls: type[OpenAPISpecification], spec: dict[str, Any]) -> None:
+def _validate_spec_once(cls: type[OpenAPISpecification], spec: JsonObject) -> None:
     if not _OWN_DOCUMENTS.get():
         _connexion_validate_spec(cls, spec)
         return
@@ -307,7 +312,7 @@ class PlannedView:
         request = flask.request
         scope = request.environ["asgi.scope"]
         mine = exchange(scope)
-        arguments: dict[str, Any] = {}
+        arguments: JsonObject = {}
         for passed, value in mine.arguments.items():
             name = self._name(passed)
             if name is not None:
@@ -332,10 +337,10 @@ class PlannedView:
         return flask.Response(self.dumps(body) + b"\n", status=status, mimetype="application/json")
 
 
-def plan_views(flask_app: flask.Flask, mock: Mock) -> dict[str, Any]:
+def plan_views(flask_app: flask.Flask, mock: Mock) -> dict[str, Rule]:
     """Puts a PlannedView in place of each operation's Connexion view; returns each
     operation's Flask rule, by operationId."""
-    rules: dict[str, Any] = {}
+    rules: dict[str, Rule] = {}
     admin = contract.admin_operations()
     for rule in flask_app.url_map.iter_rules():
         view = flask_app.view_functions.get(rule.endpoint)
@@ -348,13 +353,13 @@ def plan_views(flask_app: flask.Flask, mock: Mock) -> dict[str, Any]:
     return rules
 
 
-def _rule_of(scope: Scope, rules: dict[str, Any]) -> Any:
+def _rule_of(scope: Scope, rules: dict[str, Rule]) -> Rule | None:
     return rules.get(operation_id(scope) or "")
 
 
 def _routed_context(
-    flask_app: flask.Flask, rules: dict[str, Any]
-) -> Callable[[dict[str, Any]], RequestContext]:
+    flask_app: flask.Flask, rules: dict[str, Rule]
+) -> Callable[[WSGIEnvironment], RequestContext]:
     """Flask's `request_context`, for a request Connexion has routed already: the context
     takes the rule routing chose, and Flask neither binds its URL map to the request nor
     matches it again (a second walk of every rule, on every request)."""
@@ -368,7 +373,7 @@ def _routed_context(
     flask_app.create_url_adapter = create_url_adapter  # type: ignore[method-assign]
 
     class RoutedContext(RequestContext):
-        def __init__(self, environ: dict[str, Any]):
+        def __init__(self, environ: WSGIEnvironment):
             super().__init__(flask_app, environ)
             rule = environ.get(ROUTED)
             if rule is not None:
@@ -411,7 +416,7 @@ def render_error(
     `gateway_prefix`), in OpenAI's dialect too (`PlatformError.gateway_body`)."""
     error = as_platform_error(exc, request)
     exchange(request.scope).error = error
-    headers: dict[str, Any] = dict(getattr(exc, "headers", None) or {})
+    headers: dict[str, str] = dict(getattr(exc, "headers", None) or {})
     headers.pop("Content-Type", None)
     if isinstance(error, errors.MethodNotAllowed):
         allowed = allowed_methods(request.scope)

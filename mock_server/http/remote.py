@@ -16,6 +16,7 @@ import orjson
 
 from mock_server.contract import documents as contract
 from mock_server.core.coordinates import Coordinates
+from mock_server.core.jsonvalue import JsonObject
 from mock_server.fixtures import loader as fixtures
 from mock_server.services.auth import Signer, new_key
 from mock_server.services.faults import Fault, FaultRefused
@@ -23,6 +24,8 @@ from mock_server.services.journal import Entry, Journal
 from mock_server.state import Store
 
 if TYPE_CHECKING:
+    from mock_server.handlers.admin import Minted, ResetBody
+    from mock_server.handlers.context import ServedWorld
     from mock_server.reports.report import Report
 
 TIMEOUT_SECONDS = 60.0  # a reset that rebuilds a big world, or a new world, takes seconds
@@ -68,7 +71,7 @@ class RemoteMock:
     def reset(self, seed: int | None = None, extra: list[fixtures.Fixture] | None = None) -> None:
         """The world back to its initial one (of `seed`, with the `extra` documents), an empty
         journal and no faults."""
-        body: dict[str, Any] = {}
+        body: ResetBody = {}
         if seed is not None:
             body["seed"] = seed
         if extra:
@@ -118,7 +121,7 @@ class RemoteMock:
         dump = fixtures.check(self._call("GET", "/state"), "the served world")
         return Store(self.seed, [dump], Signer(new_key()))  # a copy signs nothing served
 
-    def load(self, document: dict[str, Any]) -> None:
+    def load(self, document: JsonObject) -> None:
         """Add a fixture document's records to the served world."""
         self._call(
             "POST",
@@ -141,8 +144,8 @@ class RemoteMock:
     def token_for(self, subject: str | None) -> str:
         """A token for a subject of the world (None: the default user)."""
         body = {} if subject is None else {"subject": subject}
-        token: str = self._call("POST", "/tokens", json=body)["token"]
-        return token
+        minted: Minted = self._call("POST", "/tokens", json=body)
+        return minted["token"]
 
     def report(self) -> Report:
         found: Report = self._call("GET", "/report")
@@ -151,7 +154,7 @@ class RemoteMock:
     def create_world(self, seed: int | None = None) -> tuple[str, Coordinates]:
         """A world of its own served beside this mock: its id and where it is."""
         body = {} if seed is None else {"seed": seed}
-        world = self._call("POST", "/worlds", json=body)
+        world: ServedWorld = self._call("POST", "/worlds", json=body)
         return world["id"], Coordinates.from_dict(world)
 
     def delete_world(self, world_id: str) -> None:

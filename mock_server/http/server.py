@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from mock_server.core import errors
 from mock_server.core.coordinates import Coordinates, base_url
+from mock_server.handlers.context import ServedWorld
 from mock_server.http import DROP
 from mock_server.http.mock import PlatformMock
 from mock_server.http.protocol import REQUEST_SECONDS, PlatformHttpProtocol
@@ -268,7 +269,7 @@ class Worlds:
         self._made = 0
         self._closed = False
 
-    def create(self, seed: int | None) -> dict[str, Any]:
+    def create(self, seed: int | None) -> ServedWorld:
         """Serve a new world; where it is, as the admin API describes a world."""
         with self._lock:
             if len(self._servers) + self._starting >= MAX_WORLDS:
@@ -319,7 +320,7 @@ class Worlds:
 class _MadeByAnother:
     """The worlds a world serves: none (see `Worlds`)."""
 
-    def create(self, seed: int | None) -> dict[str, Any]:
+    def create(self, seed: int | None) -> ServedWorld:
         raise errors.WorldNotFound(
             "This mock is a world served beside another mock, and makes no worlds of its own: "
             "ask that mock for another world (POST /__admin/worlds there)"

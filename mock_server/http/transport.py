@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
 from urllib.parse import unquote
 
 import httpx
-from starlette.types import ASGIApp, Message
+from starlette.types import ASGIApp, Message, Scope
 
 # The base URL of clients that reach a mock in process: no server listens there.
 IN_PROCESS_URL = "http://platform-mock.in-process"
@@ -41,7 +40,7 @@ async def _serve(app: ASGIApp, request: httpx.Request, body: bytes) -> httpx.Res
         )
     raw_path, _, query = request.url.raw_path.partition(b"?")
     port = request.url.port or (443 if request.url.scheme == "https" else 80)
-    scope: dict[str, Any] = {
+    scope: Scope = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
         "http_version": "1.1",
@@ -59,7 +58,7 @@ async def _serve(app: ASGIApp, request: httpx.Request, body: bytes) -> httpx.Res
     }
     answered = asyncio.Event()  # the whole response was sent
     sent_body = False
-    started: dict[str, Any] = {}
+    started: Message = {}  # the response's start, as the app sent it
     chunks: list[bytes] = []
 
     async def receive() -> Message:

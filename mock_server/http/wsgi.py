@@ -52,7 +52,7 @@ class InlineWSGI:
     def __init__(
         self,
         app: WSGIApp,
-        environ_from: Callable[[Scope], dict[str, Any]],
+        environ_from: Callable[[Scope], dict[str, object]],
         world_lock: WorldLock | None = None,
     ):
         self.app = app
@@ -146,7 +146,7 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
 
 def install(
     app: connexion.FlaskApp,
-    environ_from: Callable[[Scope], dict[str, Any]] = lambda _: {},
+    environ_from: Callable[[Scope], dict[str, object]] = lambda _: {},
     world_lock: WorldLock | None = None,
 ) -> None:
     """Serve this Connexion FlaskApp's Flask app inline instead of through a2wsgi, with
