@@ -670,3 +670,31 @@ def test_files_of_one_content_count_against_the_worlds_budget_each(api):
     signed = urls(api, version_id, [f"copy/{n}.bin" for n in range(40)], "WRITE")
     statuses = [put(url, content).status_code for url in signed.values()]
     assert statuses.count(200) <= WORLD_BYTES // len(content)
+
+
+def test_a_reset_frees_the_budget_an_upload_declared_and_never_sent(api, mock, store, server):
+    # Counted at its declared length, an upload of an earlier world that sends nothing more
+    # held that length of every later world's budget until its client hung up: three
+    # connections declaring 10 MiB (one byte sent) refused a 3 MiB upload after any reset.
+    url = urlsplit(urls(api, stage(api), ["stalled.bin"], "WRITE")["stalled.bin"])
+    stalled = []
+    try:
+        for _ in range(3):
+            raw = socket.create_connection((server.host, server.port))
+            raw.sendall(
+                f"PUT {url.path}?{url.query} HTTP/1.1\r\nHost: mock\r\n"
+                f"Content-Length: {10 * MIB}\r\n\r\nx".encode()
+            )
+            stalled.append(raw)
+        deadline = time.monotonic() + budget(30)
+        while len(store.storage.under_way) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the mock has reserved all three
+
+        mock.reset()
+        fresh = urls(api, stage(api), ["fresh.bin"], "WRITE")["fresh.bin"]
+        answer = put(fresh, bytes(3 * MIB))
+    finally:
+        for raw in stalled:
+            raw.close()
+
+    assert answer.status_code == 200, answer.text

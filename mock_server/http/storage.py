@@ -127,6 +127,7 @@ class ObjectStore:
                             lambda more=missing: storage.reserve(signed, more, held)  # type: ignore[misc]
                         )
                     received += chunk
+                    held.received = len(received)
                     md5.update(chunk)
                     sha256.update(chunk)
                 if not message.get("more_body", False):

@@ -103,6 +103,7 @@ class Reservation:
 
     asked: Signed
     size: int = 0
+    received: int = 0  # of those, the bytes that have arrived (held in memory)
 
 
 @dataclass(frozen=True)
@@ -224,10 +225,13 @@ class Storage(Area):
     # -- the bytes ----------------------------------------------------------------------------
     def used(self) -> int:
         """Bytes the world's files and upload parts hold (a content held by two files counts
-        twice: a dump writes both), and those of the uploads under way: all of them,
-        those begun before a reset too, since their bytes are in memory until they end (at
-        their next chunk, refused: `mock_server.http.storage` checks each chunk's URL)."""
-        return self.world.blobs.size + sum(r.size for r in self.under_way)
+        twice: a dump writes both), and those of the uploads under way: what each of this
+        world's set aside (its declared length, refused early), and what each begun before a
+        reset holds in memory (until its next chunk, refused: `mock_server.http.storage`
+        checks each chunk's URL), not what it declared and may never send."""
+        return self.world.blobs.size + sum(
+            r.size if self._current(r.asked) else r.received for r in self.under_way
+        )
 
     def _current(self, asked: Signed) -> bool:
         """Whether a URL's signature is the one this world gives what it asks (an upload
