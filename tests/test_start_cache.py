@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -176,3 +177,20 @@ def test_only_the_newest_kept_fixtures_stay(tmp_path, monkeypatch):
     kept = {path.read_bytes() for path in tmp_path.glob("fixture-*")}
     newest = {orjson.dumps(loader.parse(text, "runs.yaml").data) for text in texts[1:]}
     assert kept == newest
+
+
+def test_the_kept_fixtures_are_those_used_last(tmp_path, monkeypatch):
+    # Kept by when they were written, nine large fixtures loaded in turn with eight kept
+    # never hit: each load wrote its own and pushed out the next one to be loaded.
+    monkeypatch.setenv(start_cache.DIRECTORY_VARIABLE, str(tmp_path))
+    monkeypatch.setattr(loader, "KEPT_FIXTURES", 2)
+    first, second, third = (large_fixture(extra=f"file-{n}") for n in range(3))
+    loader.parse(first, "first.yaml")
+    time.sleep(0.01)
+    loader.parse(second, "second.yaml")
+    time.sleep(0.01)
+    loader.parse(first, "first.yaml")  # used again: now the newest
+    time.sleep(0.01)
+    loader.parse(third, "third.yaml")
+    monkeypatch.setattr(loader, "_read", lambda *_: pytest.fail("parsed again"))
+    loader.parse(first, "first.yaml")

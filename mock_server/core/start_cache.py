@@ -45,12 +45,19 @@ def key(kind: str, *parts: bytes | str) -> str:
     return f"{kind}-{digest.hexdigest()}"
 
 
-def read(name: str) -> bytes | None:
-    """What was kept under `name`, or None when nothing (readable) was."""
+def read(name: str, *, used: bool = False) -> bytes | None:
+    """What was kept under `name`, or None when nothing (readable) was. `used` marks it as
+    just used, so that what `write(..., keep=)` keeps is what was used last, not what was
+    written last (nine large fixtures loaded in turn, with eight kept, would never hit)."""
+    path = directory() / name
     try:
-        return (directory() / name).read_bytes()
+        data = path.read_bytes()
     except OSError:
         return None
+    if used:
+        with contextlib.suppress(OSError):
+            os.utime(path)
+    return data
 
 
 def write(name: str, data: bytes, *, keep: int | None = None) -> None:
