@@ -19,7 +19,7 @@ from mock_server.handlers.context import ServedWorld, mock
 from mock_server.handlers.operation import operation
 from mock_server.reports.report import Report
 from mock_server.services.faults import FaultRefused, FaultWire
-from mock_server.services.journal import Entry
+from mock_server.services.journal import Entry, EntryWire, LatencyWire
 from mock_server.state.fixture_format import FixtureDocument
 from mock_server.state.gateway import GivenScript, ShownScript
 from mock_server.view import browse, shown
@@ -166,13 +166,38 @@ def get_state() -> FixtureDocument:
     return fixtures.dump(mock().store)
 
 
+class JournalPage(TypedDict):
+    """The journal's entries the query asks for, and what its budget dropped."""
+
+    data: list[EntryWire]
+    dropped: int
+    budgetBytes: int
+    logDropped: int
+
+
+class JournalReport(Report):
+    """The report of the requests since the journal was cleared, with their latencies."""
+
+    latency: dict[str, LatencyWire]
+    held: int
+    dropped: int
+
+
+class EntryList(TypedDict):
+    data: list[EntryWire]
+
+
+class FaultList(TypedDict):
+    data: list[FaultWire]
+
+
 @operation("adminGetJournal")
 def get_journal(
     operation_id: str | None = None,
     status: int | None = None,
     test: str | None = None,
     violation: bool | None = None,
-) -> dict[str, Any]:
+) -> JournalPage:
     try:
         found = [
             entry
@@ -202,7 +227,7 @@ def clear_journal() -> Empty:
 
 
 @operation("adminGetJournalReport")
-def get_journal_report() -> dict[str, Any]:
+def get_journal_report() -> JournalReport:
     """The contract report of the requests since the journal was last cleared (what the live
     view's coverage shows), and each operation's latency over the requests it holds."""
     journal = mock().journal
@@ -327,7 +352,7 @@ def start_test(body: TestStart) -> Empty:
 
 
 @operation("adminEndTest")
-def end_test() -> dict[str, Any]:
+def end_test() -> EntryList:
     journal = mock().journal
     ended = journal.label
     journal.end_test()
@@ -337,7 +362,7 @@ def end_test() -> dict[str, Any]:
 
 
 @operation("adminListFaults")
-def list_faults() -> dict[str, Any]:
+def list_faults() -> FaultList:
     return {"data": [rule.to_dict() for rule in mock().faults.rules()]}
 
 
