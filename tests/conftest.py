@@ -221,7 +221,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     with 4. PYTEST_XDIST_AUTO_NUM_WORKERS, when set, still decides."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    return len(os.sched_getaffinity(0)) + 1
+    if hasattr(os, "sched_getaffinity"):  # Linux: the cores this process may run on
+        return len(os.sched_getaffinity(0)) + 1
+    return (os.cpu_count() or 1) + 1
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
