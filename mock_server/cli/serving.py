@@ -32,10 +32,11 @@ from mock_server.cli.options import (
 )
 from mock_server.cli.watch import FixtureWatcher
 from mock_server.core import escape, masking
+from mock_server.core.addresses import ADMIN_PREFIX
 from mock_server.core.coordinates import base_url
 from mock_server.core.version import __version__
 from mock_server.http import request_log
-from mock_server.http.mock import ADMIN_PREFIX, CONTROL_PLANE_PREFIX, PlatformMock
+from mock_server.http.mock import CONTROL_PLANE_PREFIX, PlatformMock
 from mock_server.http.server import MockServer, Worlds, bind, user_token, uvicorn_config
 from mock_server.http.view_page import url as view_url
 from mock_server.reports import report_files

@@ -30,7 +30,7 @@ from mock_server.state import Store
 from mock_server.view import shown
 from mock_server.view.live import Hub
 
-__all__ = ["ADMIN_PREFIX", "API_ROOT", "CONTROL_PLANE_PREFIX", "MockConfig", "PlatformMock"]
+__all__ = ["CONTROL_PLANE_PREFIX", "MockConfig", "PlatformMock"]
 
 
 @dataclass

@@ -42,12 +42,6 @@ class Blobs:
     def __getitem__(self, digest: str) -> bytes:
         return self._contents[digest]
 
-    def __contains__(self, digest: object) -> bool:
-        return digest in self._contents
-
-    def __len__(self) -> int:
-        return len(self._contents)
-
     def hold(self, digest: str, data: bytes) -> None:
         """One more file or part holds this content (stored with its first holder)."""
         held = self._contents.setdefault(digest, data)
