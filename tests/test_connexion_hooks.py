@@ -23,6 +23,7 @@ from connexion.middleware.context import ContextMiddleware
 from connexion.middleware.request_validation import RequestValidationMiddleware
 from connexion.middleware.response_validation import ResponseValidationMiddleware
 from connexion.middleware.routing import RoutingMiddleware
+from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIAPI, SwaggerUIMiddleware
 from connexion.security import BearerSecurityHandler
 from connexion.spec import Specification
@@ -34,6 +35,7 @@ from mock_server import PlatformMock
 from mock_server.contract import documents as contract
 from mock_server.contract import validation
 from mock_server.http import app as http_app
+from mock_server.http import middleware as http_middleware
 from mock_server.http import validators
 from mock_server.http.protocol import PlatformHttpProtocol
 from mock_server.http.server import PlatformConfig, uvicorn_config
@@ -57,8 +59,8 @@ def test_connexion_default_stack_still_has_the_middleware_the_mock_replaces(midd
 def test_the_pipeline_has_every_replacement_and_the_mock_layers_in_order():
     names = [getattr(m, "func", m).__name__ for m in http_app.middlewares(PlatformMock())]
     assert names.index("PathGuard") < names.index("SwaggerUIMiddleware")
-    assert names.index("RoutingMiddleware") < names.index("RouteNotes")
-    assert names.index("RouteNotes") < names.index("SecurityMiddleware")
+    assert names.index("SwaggerUIMiddleware") < names.index("RoutingMiddleware")
+    assert names.index("RoutingMiddleware") < names.index("SecurityMiddleware")
     assert names.index("RequestValidationMiddleware") < names.index("FaultInjection")
     assert names.index("FaultInjection") < names.index("ResponseValidationMiddleware")
     assert "ContextMiddleware" not in names
@@ -84,6 +86,30 @@ def test_the_pipeline_has_every_replacement_and_the_mock_layers_in_order():
 )
 def test_hooked_method_still_exists(owner, name):
     assert callable(getattr(owner, name))
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [SecurityMiddleware, RequestValidationMiddleware, ResponseValidationMiddleware],
+    ids=lambda m: m.__name__,
+)
+def test_each_routed_layer_finds_every_operation_where_the_router_says(layer):
+    # Connexion's routed layers find the operation by the routing context's base path and
+    # operationId, which the contract's router fills: a key they do not hold would let the
+    # request through unchecked.
+    mock = PlatformMock()
+    stack = mock.app.middleware.middleware_stack
+    middleware = next(m for m in stack if isinstance(m, layer))
+    router = next(m for m in stack if isinstance(m, http_middleware.RoutingMiddleware)).router
+    unknown = [
+        (route.base_path, route.operation.operation_id)
+        for route in router.routes()
+        if not any(
+            route.operation.operation_id in api.operations
+            for api in middleware.apis.get(route.base_path, ())
+        )
+    ]
+    assert unknown == []
 
 
 @pytest.mark.parametrize("attribute", ["_operation", "_validator_map"])

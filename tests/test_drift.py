@@ -434,7 +434,7 @@ def test_check_takes_no_body_from_the_answer_to_a_head():
         pytest.param("POST", "/api/svc/v1/session", None, id="other-method"),
     ],
 )  # fmt: skip
-def test_the_router_finds_the_operation_as_the_mock_does(method, path, expected):
+def test_the_router_finds_the_operation(method, path, expected):
     matched = Router("/llm").match(method, path)
     assert (None if matched is None else (matched[0].operation_id, matched[1])) == expected
 
@@ -587,7 +587,7 @@ def _every_documented_request() -> list[tuple[str, str]]:
     ]
 
 
-def test_the_router_and_the_mock_route_every_documented_path_alike():
+def test_the_mock_routes_every_documented_path_as_the_proxys_router_does():
     mock = PlatformMock(MockConfig(gateway_prefix="/llm"))
     differ = []
     with httpx.Client(transport=MockTransport(mock), base_url="http://localhost") as client:

@@ -25,7 +25,6 @@ ORDER = [
     "ViewPage",
     "SwaggerUIMiddleware",
     "RoutingMiddleware",
-    "RouteNotes",
     "SecurityMiddleware",
     "RequestValidationMiddleware",
     "FaultInjection",

@@ -15,16 +15,16 @@ own views read), with the mock's own layers (`middleware.py`) at their places, b
 first request
 (`ConnexionMiddleware._build_middleware_stack`), so that the Flask views exist to be planned.
 
-Middlewares replaced in Connexion's stack (`app.REPLACED`, by subclassing each):
+Middlewares replaced in Connexion's stack (`app.REPLACED`, each by a subclass but routing):
 - `SwaggerUIMiddleware`: its router runs only for paths under the docs' prefixes, not on
   every API request; its `add_api` is Connexion's with `SwaggerUIAPI` subclassed, whose
   `_spec_for_prefix` (after `_base_path_for_prefix`) names the mock's own URL in the
   `servers` of each document served, where Connexion names the base path alone.
-- `RoutingMiddleware`: Starlette's slash redirects are turned off (`redirect_slashes`), so
-  `/secret-groups/x/` is a 404 before authentication, not a 307 to a delete; and each
-  templated route's `path_regex` (a public attribute of Starlette's `Route`) is made to
-  exclude the concrete paths it would match, OpenAPI's rule (`concrete_first`), so that
-  `GET /artifact-versions/files` is 405, not `getArtifactVersion` of an id `files`.
+- `RoutingMiddleware`: the contract's router (`mock_server.contract.routing`, the drift
+  proxy's too) in place of Connexion's Starlette router; it fills Connexion's routing
+  context (`ROUTING_CONTEXT`: `api_base_path`, `operation_id`), which security and both
+  validations read to find the operation, and `path_params`; as a `SpecMiddleware`, it
+  refuses a document Connexion adds at a base path the router does not serve.
 - `RequestValidationMiddleware`: `api_cls` makes `_PlannedRequestValidation`, which reads
   the operation (`_operation`, `_validator_map`, `_uri_parser_class`) once at start-up,
   reports every violation, and leaves the parsed parameters and body in the request's
@@ -43,7 +43,7 @@ The Flask side (`app.py`, `wsgi.py`):
 - Each operation's `FlaskOperation` view (which rebuilds Connexion's decorators and parses
   the request again on every call) is replaced in `flask_app.view_functions` by a
   `PlannedView` that calls the handler with what validation parsed.
-- `Flask.request_context` makes a `RequestContext` that takes the rule Connexion's routing
+- `Flask.request_context` makes a `RequestContext` that takes the rule routing
   chose, and `Flask.create_url_adapter` gives a routed request no URL adapter, so Flask
   neither binds its URL map nor matches the URL again.
 - `FlaskApp._middleware_app.asgi_app` is replaced by `InlineWSGI`: Flask is called on the

@@ -48,11 +48,11 @@ from connexion.spec import OpenAPISpecification
 from flask.ctx import RequestContext
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.routing import BaseRoute, Match, Mount, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 from werkzeug.routing import Rule
 
 from mock_server.contract import documents as contract
+from mock_server.contract.routing import Router
 from mock_server.contract.validation import invalid_request
 from mock_server.core import errors, escape, start_cache, wire
 from mock_server.core.coordinates import base_url, reached_url
@@ -62,7 +62,7 @@ from mock_server.handlers.context import Answer, Call, Mock, serving
 from mock_server.http import wsgi
 from mock_server.http.events import EventStream
 from mock_server.http.faulting import FaultInjection
-from mock_server.http.middleware import PathGuard, RouteNotes, RoutingMiddleware
+from mock_server.http.middleware import PathGuard, RoutingMiddleware
 from mock_server.http.scope import on_gateway, operation_id
 from mock_server.http.security import security_map
 from mock_server.http.validators import (
@@ -180,6 +180,7 @@ def middlewares(mock: Mock) -> list[Any]:
     the four of `REPLACED`, the mock's own layers at their places, and without Connexion's
     ContextMiddleware, whose context only Connexion's own views read (PlannedView does not)."""
     stack: list[Any] = []
+    router = Router(mock.gateway_prefix, admin_prefix=mock.admin_prefix)
 
     async def checked(authorization: str | None) -> object:
         # The world's to say who a token names: read under its lock, never waiting on the loop.
@@ -198,9 +199,9 @@ def middlewares(mock: Mock) -> list[Any]:
             stack.append(functools.partial(EventStream, hub=mock.live))
         if middleware is ConnexionContextMiddleware:
             continue
-        stack.append(middleware)
         if middleware is RoutingMiddleware:
-            stack.append(functools.partial(RouteNotes, gateway=(mock.gateway_prefix, checked)))
+            middleware = functools.partial(RoutingMiddleware, router=router, gateway=checked)
+        stack.append(middleware)
     return stack
 
 
@@ -433,34 +434,8 @@ def render_error(
 
 
 def allowed_methods(scope: Scope) -> list[str]:
-    """Every method the request's path takes (HEAD wherever GET is), read from Connexion's
-    router. Starlette's 405 names only the methods of the first route that matched the path,
-    and each operation is a route of its own: `/faults` would allow GET but not POST."""
+    """Every method the request's path takes (HEAD wherever GET is), read from the router
+    the request was routed by."""
     stack = getattr(scope.get("app"), "middleware_stack", None) or ()
-    routing = next((m for m in stack if isinstance(m, ConnexionRoutingMiddleware)), None)
-    if routing is None:
-        return []
-    # A scope of its own: on the request's, routing may have moved root_path to a mount.
-    root = scope.get("app_root_path", scope.get("root_path", ""))
-    probe: Scope = {"type": "http", "method": "", "path": scope["path"], "root_path": root}
-    return sorted(_methods_of(routing.router, probe))
-
-
-def _methods_of(router: Router, scope: Scope) -> set[str]:
-    """The methods of the routes the path matches where Starlette would look for them: in
-    the first mount that takes the path, else in the router a mount passes unmatched paths
-    on to (an API mounted on the base path of another)."""
-    methods: set[str] = set()
-    route: BaseRoute
-    for route in router.routes:
-        match, child = route.matches(scope)
-        if match is Match.NONE:
-            continue
-        if isinstance(route, Mount):
-            if isinstance(route.app, Router):
-                return _methods_of(route.app, {**scope, **child})
-            return methods
-        methods.update(getattr(route, "methods", None) or ())
-    if not methods and isinstance(router.default, Router):
-        return _methods_of(router.default, scope)
-    return methods
+    routing = next((m for m in stack if isinstance(m, RoutingMiddleware)), None)
+    return [] if routing is None else routing.router.methods(scope["path"])

@@ -33,7 +33,7 @@ class FaultInjection:
             await self.app(scope, receive, send)
             return
         routed = operation_id(scope)
-        # RouteNotes, earlier in the stack, has answered every request without an operation.
+        # Routing, earlier in the stack, has answered every request without an operation.
         assert routed is not None
         mine = exchange(scope)
         decision = self.faults.decide(

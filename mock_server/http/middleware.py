@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from connexion.middleware import routing as connexion_routing
+from connexion.middleware.abstract import ROUTING_CONTEXT, SpecMiddleware
 from starlette.datastructures import Headers
-from starlette.routing import Mount, Route, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mock_server.contract.routing import Router as ContractRouter
 from mock_server.core import errors, masking
 from mock_server.core.coordinates import MAX_TEST_NAME, TEST_HEADER
 from mock_server.http.request_log import UNAUTHENTICATED, caller_of
@@ -295,67 +295,50 @@ def _utf8_escapes(raw: bytes) -> bool:
     return True
 
 
-class RoutingMiddleware(connexion_routing.RoutingMiddleware):
-    """Connexion's routing without Starlette's slash redirects: `/secret-groups/{id}/` (or
-    `.../{id}%2F`) would get a 307 to the path without the slash, before authentication,
-    and a client following it would delete the group. No route of the contract ends in a
-    slash, so such a path matches nothing: a 404.
+class RoutingMiddleware(SpecMiddleware):
+    """Routes each request by the contract's router (`contract.routing`, the drift proxy's
+    too), in place of Connexion's Starlette router: sets Connexion's routing context (the
+    document's base path and the operationId) that security and both validations read, and
+    notes the path parameters in the request's `Exchange`.
 
-    And with OpenAPI's rule for paths that overlap: a concrete path is matched before a
-    templated one (`/artifact-versions/files` before `/artifact-versions/{id}`), so that a
-    method the concrete path lacks is its 405, not another operation's answer, and `Allow`
-    names the concrete path's methods alone."""
-
-    def add_api(self, *args: Any, **kwargs: Any) -> None:
-        super().add_api(*args, **kwargs)
-        self.router.redirect_slashes = False
-        concrete_first(self.router)
-        for route in self.router.routes:
-            if isinstance(route, Mount) and isinstance(route.app, Router):
-                route.app.redirect_slashes = False
-                concrete_first(route.app)
-
-
-def concrete_first(router: Router) -> None:
-    """Each templated route of `router` made to match no concrete path of its siblings:
-    its `path_regex` (Starlette's, public) excludes them."""
-    routes = [r for r in router.routes if isinstance(r, Route)]
-    concrete = sorted({r.path for r in routes if not r.param_convertors})
-    for route in routes:
-        if not route.param_convertors:
-            continue
-        taken = [path for path in concrete if route.path_regex.match(path)]
-        if taken:
-            exact = "|".join(re.escape(path) for path in taken)
-            pattern = route.path_regex.pattern.removeprefix("^")
-            route.path_regex = re.compile(f"^(?!(?:{exact})$){pattern}")
-
-
-class RouteNotes:
-    """Notes the routed path parameters, which Connexion keeps only on its own scope copy,
-    and answers 404 for a request no operation of the specs matched: Connexion would hand
-    it to Flask, whose router is laxer (it takes `//api/...` for `/api/...`). Under the
-    gateway's prefix, a request without a good bearer token is a 401 first, as the
-    platform's gateway answers any path (`gateway`: its prefix, and what checks a token)."""
+    A path the contract has, by a method it lacks, is a 405 (its `Allow` from the same
+    router); any other request no operation takes is a 404 here, never handed on to Flask,
+    whose router is laxer (it takes `//api/...` for `/api/...`). Under the gateway's prefix, a
+    request without a good bearer token is a 401 first, as the platform's gateway answers any
+    path (`gateway`: what checks a token)."""
 
     def __init__(
         self,
         app: ASGIApp,
-        gateway: tuple[str, Callable[[str | None], Awaitable[object]]] | None = None,
+        router: ContractRouter,
+        gateway: Callable[[str | None], Awaitable[object]] | None = None,
     ):
         self.app = app
+        self.router = router
         self.gateway = gateway
 
+    def add_api(self, specification: Any, base_path: str | None = None, **_: Any) -> None:
+        # Connexion adds each document it serves: the router must hold it at the same base
+        # path, the key by which security and validation find the operation it names.
+        if (base_path or "") not in self.router.base_paths.values():
+            raise ValueError(f"the contract's router serves no document at {base_path!r}")
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            if operation_id(scope) is None:
-                if self.gateway is not None:
-                    prefix, authenticate = self.gateway
-                    path = scope["path"]
-                    if path == prefix or path.startswith(prefix + "/"):
-                        await authenticate(Headers(scope=scope).get("authorization"))
-                raise errors.RouteNotFound(f"No route for {scope['method']} {scope['path']}")
-            exchange(scope).path_params = {
-                k: str(v) for k, v in scope.get("path_params", {}).items()
-            }
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method, path = scope["method"], scope["path"]
+        route, params = self.router.route(method, path)
+        if route is None:
+            if self.router.methods(path):
+                raise errors.MethodNotAllowed(f"Method not allowed: {method} {path}")
+            if self.gateway is not None and self.router.is_gateway(path):
+                await self.gateway(Headers(scope=scope).get("authorization"))
+            raise errors.RouteNotFound(f"No route for {method} {path}")
+        scope["path_params"] = params
+        scope.setdefault("extensions", {})[ROUTING_CONTEXT] = {
+            "api_base_path": route.base_path,
+            "operation_id": route.operation.operation_id,
+        }
+        exchange(scope).path_params = params
         await self.app(scope, receive, send)

@@ -1,4 +1,4 @@
-"""What a request's ASGI scope says of it: the operation Connexion's routing chose (read here
+"""What a request's ASGI scope says of it: the operation routing chose (read here
 only, so the key lives in one place; the mock's own notes are the `Exchange`), and whether it
 is to the gateway, whose errors speak OpenAI's dialect too."""
 
@@ -9,7 +9,7 @@ from starlette.types import Scope
 
 
 def operation_id(scope: Scope) -> str | None:
-    """The operationId Connexion's routing chose for the request; None before routing, or
+    """The operationId routing chose for the request; None before routing, or
     when no operation of the specs matched."""
     found: str | None = scope.get("extensions", {}).get(ROUTING_CONTEXT, {}).get("operation_id")
     return found

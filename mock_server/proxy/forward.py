@@ -2,7 +2,7 @@
 checked against the contract, for the drift report and the recording of a world.
 
 `Proxy` is an ASGI app. A request for an operation of the contract (routed by the contract's
-router, `mock_server.contract.routing`, whose rules the mock's router keeps too) is checked
+router, `mock_server.contract.routing`, the one the mock routes by) is checked
 as the mock checks it (its parameters by the mock's own parameter validator, its JSON body
 by the contract's reader of request bodies, the bearer token it must carry), forwarded with
 the caller's own headers, credentials included, and the target's answer is checked
