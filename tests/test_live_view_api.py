@@ -247,6 +247,12 @@ def test_a_request_the_journal_does_not_hold_is_404(admin):
     assert_error(admin.get("/requests/999999"), 404, 40412)
 
 
+@pytest.mark.parametrize("number", ["abc", "1.5", "0"], ids=["word", "fraction", "zero"])
+def test_a_request_number_that_is_no_journal_number_is_400_naming_the_id(admin, number):
+    body = assert_error(admin.get(f"/requests/{number}"), 400, 40001)
+    assert [(d["location"], d["field"]) for d in body["details"]] == [("path", "id")]
+
+
 # -- the world --------------------------------------------------------------------------------
 
 
