@@ -335,7 +335,9 @@ class PlannedView:
             mine.pace = result.pace  # delivered at its pace by the fault layer
             return flask.Response(result.body, mimetype=result.media_type, headers=result.headers)
         body, status = result if isinstance(result, tuple) else (result, 200)
-        return flask.Response(self.dumps(body) + b"\n", status=status, mimetype="application/json")
+        written = self.dumps(body) + b"\n"
+        mine.written = (written, body)
+        return flask.Response(written, status=status, mimetype="application/json")
 
 
 def plan_views(flask_app: flask.Flask, mock: Mock) -> dict[str, Rule]:

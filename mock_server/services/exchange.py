@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from mock_server.core.errors import PlatformError
-from mock_server.core.jsonvalue import JsonObject
+from mock_server.core.jsonvalue import JsonObject, JsonValue
 from mock_server.state.entities import Caller, PersonalAccessToken
 
 KEY = "platform_mock"  # of the scope's `extensions`
@@ -44,6 +44,9 @@ class Exchange:
     fault: str | None = None  # the fault rule that applied ("prefer" for the header's)
     drop: bool = False  # a fault's: close the connection without an answer
     pace: Pace | None = None  # the handler's: how its answer is delivered
+    # The JSON body the handler's value was written as, with that value: response validation
+    # checks the value itself rather than parse the bytes it was just written to again.
+    written: tuple[bytes, JsonValue] | None = None
     _pairs: list[tuple[str, str]] | None = None
     _query: dict[str, list[str]] | None = None
 
