@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import mock_server
-from mock_server.core import errors
+from mock_server.core import errors, masking
 from mock_server.core.masking import HIDDEN, credentials_of, masked, masked_text
 from mock_server.proxy.recording import Recorder
 from mock_server.services.journal import Entry, Journal
@@ -259,3 +259,16 @@ def test_text_nested_past_the_rules_depth_is_hidden_whole_not_overflowed():
     # went unanswered, the journal's readers answered 500).
     shown = masked_text("key: [" * 10_000)
     assert shown.endswith(HIDDEN) and len(shown) < 200
+
+
+def test_a_text_the_rule_hides_is_hidden_every_time_it_comes():
+    # Texts the rule leaves as they are are remembered; one it changes must never be.
+    text = "authorization: token=abcdefghijkl0123"
+    assert [masking.masked_text(text) for _ in range(3)] == [masking.masked_text(text)] * 3
+    assert "abcdefghijkl0123" not in masking.masked_text(text)
+
+
+def test_the_texts_remembered_as_plain_stay_within_their_count():
+    for number in range(masking._PLAIN_TEXTS + 10):
+        masking.masked_text(f"authorization-{number}")
+    assert 0 < len(masking._PLAIN) <= masking._PLAIN_TEXTS

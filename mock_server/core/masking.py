@@ -118,6 +118,15 @@ def _hinted(text: str) -> bool:
     return any(word in lowered for word in _HINTS)
 
 
+# Short texts the rule gives back as they are, remembered: the same header names and values
+# come with every request, and a name that only looks like a credential's (`authorization`)
+# cost the rule's three searches, about ten microseconds, each time. Only such texts are
+# kept (what the rule changes never is), at most _PLAIN_TEXTS of fewer than SHORT
+# characters, forgotten all at once when full.
+_PLAIN: dict[str, None] = {}
+_PLAIN_TEXTS = 4096
+
+
 def holds_credential(name: str) -> bool:
     """Whether a field, header or parameter of this name holds a credential."""
     if len(name) <= _REMEMBERED_NAME:
@@ -191,11 +200,14 @@ def masked_text(text: str, credentials: Iterable[str] = ()) -> str:
     for credential in credentials:
         if credential in text:
             text = text.replace(credential, HIDDEN)
-    if not _hinted(text):
+    if text in _PLAIN or not _hinted(text):
         return text
-    text = _TOKEN.sub(HIDDEN, text)
-    text = _SCHEME.sub(_scheme, text)
-    return _ASSIGNMENT.sub(_assigned, text)
+    shown = _ASSIGNMENT.sub(_assigned, _SCHEME.sub(_scheme, _TOKEN.sub(HIDDEN, text)))
+    if shown == text and len(text) < SHORT:
+        if len(_PLAIN) >= _PLAIN_TEXTS:
+            _PLAIN.clear()
+        _PLAIN[text] = None
+    return shown
 
 
 def _scheme(found: re.Match[str]) -> str:
