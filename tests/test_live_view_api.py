@@ -247,7 +247,11 @@ def test_a_request_the_journal_does_not_hold_is_404(admin):
     assert_error(admin.get("/requests/999999"), 404, 40412)
 
 
-@pytest.mark.parametrize("number", ["abc", "1.5", "0"], ids=["word", "fraction", "zero"])
+@pytest.mark.parametrize(
+    "number",
+    ["abc", "1.5", "0", "1_0", "%201", "1%20", "%D9%A1", "%EF%BC%91"],
+    ids=["word", "fraction", "zero", "underscore", "space-before", "space-after", "arabic", "wide"],
+)
 def test_a_request_number_that_is_no_journal_number_is_400_naming_the_id(admin, number):
     body = assert_error(admin.get(f"/requests/{number}"), 400, 40001)
     assert [(d["location"], d["field"]) for d in body["details"]] == [("path", "id")]

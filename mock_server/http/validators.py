@@ -123,6 +123,7 @@ class ParameterValidator(ConnexionParameterValidator):
         known = self.known
         pairs = query_pairs(scope)
         misspelt: set[str] = set()
+        misspelt_path: set[str] = set()
         seen: Counter[str] = Counter()
         for key, value in pairs:
             param = known.get(key)
@@ -134,6 +135,16 @@ class ParameterValidator(ConnexionParameterValidator):
             if problem and (key not in misspelt or field != key):
                 misspelt.add(key)
                 details.append({"location": "query", "field": field, "message": problem})
+        # A path's number is read by the same rule (`int()` would take `1_0` and ` 1`).
+        routed = scope.get("path_params", {})
+        for param in self.parameters.get("path", []):
+            kind = scalar_type(param.get("schema", {}))
+            text = routed.get(param["name"].replace("-", "_"))
+            if kind in ("integer", "number") and isinstance(text, str):
+                problem = number_problem(text, kind)
+                if problem:
+                    misspelt_path.add(param["name"])
+                    details.append({"location": "path", "field": param["name"], "message": problem})
         grouped = query_by_key(scope)
         for key, given in grouped.items():
             param = known.get(key)
@@ -168,7 +179,7 @@ class ParameterValidator(ConnexionParameterValidator):
         for location, values in sources:
             for param in self.parameters.get(location, []):
                 name = param["name"]
-                if location == "query" and name in misspelt:
+                if name in (misspelt if location == "query" else misspelt_path):
                     continue  # said above; its value as Python read it would mislead
                 found: t.Any = values.get(name if location != "path" else name.replace("-", "_"))
                 details.extend(self._check(location, param, found))
