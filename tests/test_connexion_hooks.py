@@ -27,7 +27,6 @@ from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIAPI, SwaggerUIMiddleware
 from connexion.security import BearerSecurityHandler
 from connexion.spec import Specification
-from connexion.uri_parsing import OpenAPIURIParser
 from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
 from flask.ctx import RequestContext
 
@@ -70,8 +69,6 @@ def test_the_pipeline_has_every_replacement_and_the_mock_layers_in_order():
     ("owner", "name"),
     [
         (ConnexionMiddleware, "_build_middleware_stack"),
-        (OpenAPIURIParser, "_resolve_param_duplicates"),
-        (OpenAPIURIParser, "_split"),
         (JSONResponseBodyValidator, "_parse"),
         (JSONResponseBodyValidator, "_validate"),
         (JSONRequestBodyValidator, "_validate"),

@@ -26,18 +26,19 @@ Middlewares replaced in Connexion's stack (`app.REPLACED`, each by a subclass bu
   validations read to find the operation, and `path_params`; as a `SpecMiddleware`, it
   refuses a document Connexion adds at a base path the router does not serve.
 - `RequestValidationMiddleware`: `api_cls` makes `_PlannedRequestValidation`, which reads
-  the operation (`_operation`, `_validator_map`, `_uri_parser_class`) once at start-up,
+  the operation (`_operation`, `_validator_map`) once at start-up,
   reports every violation, and leaves the parsed parameters and body in the request's
   notes for the handler.
 - `ResponseValidationMiddleware`: `api_cls` makes `_PlannedResponseValidation`, which looks
   each documented response's definition up once (`_operation`, `_validator_map`).
 
 Validators (`validators.py`), subclasses of Connexion's:
-- `RepeatedKeysURIParser` overrides the static `_resolve_param_duplicates` and `_split`:
-  an exploded form array is its repeated keys only (`?status=A,B` is one value).
-- `ParameterValidator`, `JSONBodyValidator` (its `_schema`, `_required`, `_encoding`) and
-  `JSONResponseValidator` (its `_scope`, `_schema`, `_parse`, `_validate`) report each
-  violation in the platform's error body.
+- `ParameterValidator` checks by the contract's parameter check
+  (`mock_server.contract.parameters`, the drift proxy's too), which reads the query itself:
+  Connexion's URI parser is not used.
+- `JSONBodyValidator` (its `_schema`, `_required`, `_encoding`) and `JSONResponseValidator`
+  (its `_scope`, `_schema`, `_parse`, `_validate`) report each violation in the platform's
+  error body.
 
 The Flask side (`app.py`, `wsgi.py`):
 - Each operation's `FlaskOperation` view (which rebuilds Connexion's decorators and parses

@@ -67,7 +67,6 @@ from mock_server.http.scope import on_gateway, operation_id
 from mock_server.http.security import security_map
 from mock_server.http.validators import (
     VALIDATOR_MAP,
-    RepeatedKeysURIParser,
     RequestValidationMiddleware,
     ResponseValidationMiddleware,
     YAMLTextValidator,
@@ -247,7 +246,6 @@ def build_connexion_app(mock: Mock) -> connexion.FlaskApp:
         resolver=Resolver(function_resolver=catalog.handler),
         pythonic_params=False,  # each PlannedView converts the names, once
         jsonifier=Jsonifier(_CompactJSON),
-        uri_parser_class=RepeatedKeysURIParser,
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path=DOCS_PATH),
     )
     own = _OWN_DOCUMENTS.set(True)

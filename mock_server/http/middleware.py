@@ -335,9 +335,8 @@ class RoutingMiddleware(SpecMiddleware):
             if self.gateway is not None and self.router.is_gateway(path):
                 await self.gateway(Headers(scope=scope).get("authorization"))
             raise errors.RouteNotFound(f"No route for {method} {path}")
-        # Under the names Connexion reads them by, as Starlette's router gave them: `-` as `_`.
-        params = {name.replace("-", "_"): value for name, value in params.items()}
-        scope["path_params"] = params
+        # Connexion's, under the names it reads them by (Starlette's router's): `-` as `_`.
+        scope["path_params"] = {name.replace("-", "_"): value for name, value in params.items()}
         scope.setdefault("extensions", {})[ROUTING_CONTEXT] = {
             "api_base_path": route.base_path,
             "operation_id": route.operation.operation_id,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import typing as t
-from collections import Counter
 
 import orjson
 from connexion.datastructures import MediaTypeDict
@@ -31,13 +30,13 @@ from connexion.middleware.response_validation import (
 from connexion.middleware.response_validation import (
     ResponseValidationMiddleware as ConnexionResponseValidationMiddleware,
 )
-from connexion.uri_parsing import OpenAPIURIParser
-from connexion.utils import is_nullable, make_type
+from connexion.utils import is_nullable
 from connexion.validators import JSONRequestBodyValidator, JSONResponseBodyValidator
 from connexion.validators import ParameterValidator as ConnexionParameterValidator
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
+from mock_server.contract.parameters import ParameterCheck
 from mock_server.contract.validation import (
     MAX_BODY_BYTES,
     NO_BODY,
@@ -50,7 +49,6 @@ from mock_server.contract.validation import (
     compiled,
     invalid_request,
     read_request_body,
-    scalar_type,
     stream_events,
     stream_violations,
     summary,
@@ -58,59 +56,21 @@ from mock_server.contract.validation import (
     with_defaults,
 )
 from mock_server.core import errors, media
-from mock_server.core.numbers import number_problem
 from mock_server.http.middleware import query_by_key, query_pairs
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
 
 
-class RepeatedKeysURIParser(OpenAPIURIParser):
-    """Connexion's OpenAPI URI parser, reading an exploded form array (`?status=A&status=B`,
-    the style of every array query parameter of the contract) as its repeated keys only.
-    Connexion joins the values with commas and splits them again, so `?status=A,B` was read
-    as two statuses; by the contract it is one value, `A,B`, which is not a status (and
-    `?triggeredBy=a,b` names one slug, `a,b`)."""
-
-    @staticmethod
-    def _resolve_param_duplicates(values: t.Any, param_defn: dict[str, t.Any], _in: str) -> t.Any:
-        style = param_defn.get("style", OpenAPIURIParser.style_defaults[_in])
-        if _in == "query" and style == "form" and param_defn.get("explode", True):
-            return list(values)
-        return OpenAPIURIParser._resolve_param_duplicates(values, param_defn, _in)
-
-    @staticmethod
-    def _split(value: t.Any, param_defn: dict[str, t.Any], _in: str) -> t.Any:
-        if isinstance(value, list):  # the repeated keys, kept as they came
-            return value
-        return OpenAPIURIParser._split(value, param_defn, _in)
-
-    @property
-    def param_schemas(self) -> dict[str, t.Any]:
-        # Connexion builds this dict anew on every access, several times per parameter.
-        if not hasattr(self, "_schemas"):
-            self._schemas = {k: v.get("schema", {}) for k, v in self.param_defns.items()}
-        return self._schemas
-
-
 class ParameterValidator(ConnexionParameterValidator):
-    """Checks path, query and header parameters; unknown or repeated query keys are errors,
-    and so is a number not written as the contract writes numbers. Built once per operation;
-    `parse` returns the path and query values as the handler takes them."""
+    """Connexion's parameter validator, checking by the contract's one parameter check
+    (`contract.parameters.ParameterCheck`, the drift proxy's too): unknown or repeated query
+    keys are errors, and so is a number not written as the contract writes numbers. Built
+    once per operation; `parse` returns the path and query values as the handler takes them."""
 
     def __init__(self, *args: t.Any, **kwargs: t.Any):
         super().__init__(*args, **kwargs)
-        self.known = {p["name"]: p for p in self.parameters.get("query", [])}
-        self.schemas = {
-            p["name"]: p.get("schema", {})
-            for location in ("path", "query")
-            for p in self.parameters.get(location, [])
-        }
-        # What a handler is given for a query parameter the request leaves out.
-        self.defaults = {
-            p["name"]: p["schema"]["default"]
-            for p in self.parameters.get("query", [])
-            if "default" in p.get("schema", {})
-        }
+        every = [p for location in self.parameters.values() for p in location]
+        self.check = ParameterCheck(every, strict=self.strict_validation)
 
     def validate(self, scope: Scope) -> None:
         self.parse(scope)
@@ -119,102 +79,11 @@ class ParameterValidator(ConnexionParameterValidator):
         """The request's path and query parameters, converted to the contract's types, with
         the spec's defaults for the query parameters it leaves out; raises InvalidRequest
         listing every violation."""
-        details: list[Detail] = []
-        known = self.known
-        pairs = query_pairs(scope)
-        misspelt: set[str] = set()
-        misspelt_path: set[str] = set()
-        seen: Counter[str] = Counter()
-        for key, value in pairs:
-            param = known.get(key)
-            schema = param.get("schema", {}) if param else {}
-            kind = scalar_type(schema)
-            problem = number_problem(value, kind) if kind in ("integer", "number") else None
-            field = f"{key}[{seen[key]}]" if schema.get("type") == "array" else key
-            seen[key] += 1
-            if problem and (key not in misspelt or field != key):
-                misspelt.add(key)
-                details.append({"location": "query", "field": field, "message": problem})
-        # A path's number is read by the same rule (`int()` would take `1_0` and ` 1`).
-        routed = scope.get("path_params", {})
-        for param in self.parameters.get("path", []):
-            kind = scalar_type(param.get("schema", {}))
-            text = routed.get(param["name"].replace("-", "_"))
-            if kind in ("integer", "number") and isinstance(text, str):
-                problem = number_problem(text, kind)
-                if problem:
-                    misspelt_path.add(param["name"])
-                    details.append({"location": "path", "field": param["name"], "message": problem})
-        grouped = query_by_key(scope)
-        for key, given in grouped.items():
-            param = known.get(key)
-            if param is None:
-                if self.strict_validation:
-                    details.append(
-                        {
-                            "location": "query",
-                            "field": key,
-                            "message": "is not a parameter of this operation",
-                        }
-                    )
-            elif len(given) > 1 and param.get("schema", {}).get("type") != "array":
-                details.append(
-                    {
-                        "location": "query",
-                        "field": key,
-                        "message": "takes one value but was given several",
-                    }
-                )
-        query = self.uri_parser.resolve_query(
-            {key: list(given) for key, given in grouped.items() if key not in misspelt}
+        headers: t.Mapping[str, str] = (
+            Headers(scope=scope) if self.check.parameters.get("header") else {}
         )
-        path = self.uri_parser.resolve_path(scope.get("path_params", {}))
-        headers: t.Mapping[str, str] = Headers(scope=scope) if self.parameters.get("header") else {}
-        arguments: dict[str, t.Any] = {}
-        sources: tuple[tuple[str, t.Mapping[str, t.Any]], ...] = (
-            ("query", query),
-            ("path", path),
-            ("header", headers),
-        )
-        for location, values in sources:
-            for param in self.parameters.get(location, []):
-                name = param["name"]
-                if name in (misspelt if location == "query" else misspelt_path):
-                    continue  # said above; its value as Python read it would mislead
-                found: t.Any = values.get(name if location != "path" else name.replace("-", "_"))
-                details.extend(self._check(location, param, found))
-                if location != "header" and found is not None:
-                    arguments[name] = found
-        if details:
-            raise invalid_request(details)
-        for name, found in arguments.items():
-            arguments[name] = _typed(found, self.schemas[name])
-        for name, default in self.defaults.items():
-            if name not in arguments:
-                # A list or an object is the handler's to change: each request its own copy.
-                mutable = isinstance(default, list | dict)
-                arguments[name] = copy.deepcopy(default) if mutable else default
-        return arguments
-
-    @staticmethod
-    def _check(location: str, param: dict[str, t.Any], value: t.Any) -> list[Detail]:
-        name = param["name"]
-        if value is None:
-            if param.get("required"):
-                return [{"location": location, "field": name, "message": "is required"}]
-            return []
-        return violations(compiled(param.get("schema", {})), value, location, (name,))
-
-
-def _typed(value: t.Any, schema: dict[str, t.Any]) -> t.Any:
-    """A valid parameter value as the handler takes it: `number`s as floats, as Connexion
-    passes them."""
-    if schema.get("nullable") and value is None:
-        return None
-    if schema.get("type") == "array":
-        items = schema.get("items", {})
-        return [make_type(part, items.get("type"), items.get("format")) for part in value]
-    return make_type(value, schema.get("type"), schema.get("format"))
+        pairs, grouped = query_pairs(scope), query_by_key(scope)
+        return self.check.parse(pairs, exchange(scope).path_params, headers, grouped)
 
 
 class JSONBodyValidator(JSONRequestBodyValidator):
@@ -343,9 +212,7 @@ class _PlannedRequestValidation(RequestValidationOperation):
         operation = self._operation
         self._parameters = self._validator_map["parameter"](
             operation.parameters,
-            uri_parser=operation._uri_parser_class(
-                operation.parameters, operation.body_definition()
-            ),
+            uri_parser=None,  # the contract's check reads the query itself
             strict_validation=self.strict_validation,
             security_query_params=self.security_query_params,
         )

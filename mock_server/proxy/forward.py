@@ -49,6 +49,7 @@ from starlette.types import Receive, Scope, Send
 
 from mock_server.contract import documents as contract
 from mock_server.contract.documents import Operation
+from mock_server.contract.parameters import ParameterCheck, query_pairs
 from mock_server.contract.routing import Router
 from mock_server.contract.validation import Detail, read_json, read_request_body
 from mock_server.core import errors, masking
@@ -56,7 +57,6 @@ from mock_server.core.choices import PROXY_TIMEOUT_SECONDS
 from mock_server.core.masking import masked, masked_text
 from mock_server.core.media import is_json, media_type
 from mock_server.http.server import Threaded
-from mock_server.http.validators import ParameterValidator, RepeatedKeysURIParser
 from mock_server.proxy.recording import Recorder, TokenClaims
 from mock_server.reports.drift import (
     TARGET_ERROR,
@@ -106,9 +106,9 @@ _NOT_PASSED_BACK = _HOP_BY_HOP | {"content-encoding"}
 
 
 class RequestCheck:
-    """The contract's check of one operation's requests, from the parts the mock checks its
-    own with: its parameter validator (unknown or repeated query keys, the contract's number
-    grammar, enums, ranges), the contract's reader of request bodies
+    """The contract's check of one operation's requests, from the contract's parts the mock
+    checks its own with: the parameter check (`contract.parameters`: unknown or repeated
+    query keys, the contract's number grammar, enums, ranges), the reader of request bodies
     (`contract.validation.read_request_body`), and the bearer token the operation needs."""
 
     def __init__(self, operation: Operation):
@@ -116,11 +116,7 @@ class RequestCheck:
         parameters = definition.get("parameters", [])
         body = definition.get("requestBody") or {}
         self.operation = operation
-        self.parameters = ParameterValidator(
-            parameters,
-            uri_parser=RepeatedKeysURIParser(parameters, body),
-            strict_validation=True,
-        )
+        self.parameters = ParameterCheck(parameters)
         self.body_required = bool(body.get("required"))
         self.body_schema = (body.get("content") or {}).get("application/json", {}).get("schema")
 
@@ -130,14 +126,9 @@ class RequestCheck:
         headers = Headers(scope=scope)
         if self.operation.token and not headers.get("authorization", "").strip():
             found.append({"location": "auth", "field": "", "message": "no bearer token"})
-        checked = {
-            "type": "http",
-            "query_string": scope.get("query_string", b""),
-            "headers": scope.get("headers", []),
-            "path_params": {name.replace("-", "_"): v for name, v in path_params.items()},
-        }
         try:
-            self.parameters.parse(checked)
+            pairs = query_pairs(scope.get("query_string", b""))
+            self.parameters.parse(pairs, path_params, headers)
         except errors.InvalidRequest as exc:
             found += exc.details
         if self.body_schema is not None and scope["method"] != "HEAD":

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl
 
+from mock_server.contract import parameters
 from mock_server.core.errors import PlatformError
 from mock_server.core.jsonvalue import JsonObject, JsonValue
 from mock_server.state.entities import Caller, PersonalAccessToken
@@ -54,16 +54,13 @@ class Exchange:
         """The query's (key, value) pairs, parsed once for validation, the handler, the
         journal and the fault rules alike."""
         if self._pairs is None:
-            self._pairs = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+            self._pairs = parameters.query_pairs(query_string)
         return self._pairs
 
     def query_by_key(self, query_string: bytes) -> dict[str, list[str]]:
         """The query's values by key, in the order given, grouped once."""
         if self._query is None:
-            grouped: dict[str, list[str]] = {}
-            for key, value in self.query_pairs(query_string):
-                grouped.setdefault(key, []).append(value)
-            self._query = grouped
+            self._query = parameters.by_key(self.query_pairs(query_string))
         return self._query
 
 
