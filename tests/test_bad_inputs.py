@@ -842,3 +842,17 @@ def test_a_huge_value_wrong_past_the_explained_items_is_said_not_to_match():
     schema = validation.compiled(HUGE_INTEGERS)
     (found,) = validation.ruled_violations(schema, [1] * 20_000 + ["x"], "body")
     assert "not explained further" in found[1]["message"]
+
+
+@pytest.mark.parametrize(
+    "target", ["/nowhere", "/api/svc/v1/session"], ids=["unknown-path", "operation"]
+)
+def test_a_websocket_upgrade_is_answered_as_plain_http_never_a_500(server, target):
+    upgrade = {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version": "13",
+    }
+    answer = send_raw(server, "GET", target, upgrade, None)
+    assert (answer.status_code, answer.json()["statusCode"]) in [(404, 404), (401, 401)]

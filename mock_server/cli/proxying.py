@@ -314,7 +314,7 @@ def _proxy(
         from typing import cast
 
         proxy.log = _printer(cast("IO[str]", request_log.outlet(sys.stdout) or sys.stdout))
-    config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False)
+    config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False, ws="none")
     server_class(config).run(sockets=[sock])
     return _finish(proxy, args, recorder, sys.stdout)
 

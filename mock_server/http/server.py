@@ -128,6 +128,9 @@ def uvicorn_config(
         http=PlatformHttpProtocol,
         log_level=log_level,
         lifespan="off",
+        # No WebSocket is served: an upgrade is answered as the plain HTTP request it also is
+        # (uvicorn's WebSocket protocol would answer 500 to an app that never accepts one).
+        ws="none",
         # The request log (`mock_server.http.request_log`) says more; uvicorn's only at debug.
         access_log=log_level == "debug",
         **options,

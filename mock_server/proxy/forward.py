@@ -520,5 +520,7 @@ class BackgroundProxy(Threaded):
 
     def __init__(self, proxy: Proxy, host: str = "127.0.0.1", port: int = 0):
         self.proxy = proxy
-        config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False)
+        config = uvicorn.Config(
+            proxy, lifespan="on", log_level="warning", access_log=False, ws="none"
+        )
         super().__init__(uvicorn.Server(config), host, port)
