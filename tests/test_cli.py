@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mock_server import PlatformMock
+from mock_server import MockConfig, PlatformMock
 from mock_server.cli import world_counts
 from tests.budget import budget
 
@@ -572,3 +572,16 @@ def test_a_reader_gone_ends_the_command_quietly(arguments: list[str]):
     said = printing.stderr.read()
     assert printing.wait(timeout=budget(60)) in (0, 128 + signal.SIGPIPE)
     assert said == b""
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        pytest.param("/", id="root"),
+        pytest.param("/api/svc/v1", id="control-plane"),
+        pytest.param("/{tenant}", id="route-parameter"),
+    ],
+)
+def test_a_mock_configured_in_code_refuses_the_prefixes_the_command_line_does(prefix: str):
+    with pytest.raises(ValueError, match="gateway_prefix"):
+        PlatformMock(MockConfig(gateway_prefix=prefix))

@@ -14,7 +14,7 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 
 from mock_server.contract import documents as contract
-from mock_server.core.addresses import ADMIN_PREFIX, API_ROOT
+from mock_server.core.addresses import ADMIN_PREFIX, API_ROOT, gateway_prefix_problem
 from mock_server.core.choices import HOST_CHECKS
 from mock_server.core.coordinates import CONTROL_PLANE_PREFIX
 from mock_server.fixtures import loader as fixtures
@@ -63,6 +63,10 @@ class PlatformMock:
 
     def __init__(self, config: MockConfig | None = None):
         self.config = config or MockConfig()
+        # The command line's rule for the prefix, for a mock configured in code as well.
+        problem = gateway_prefix_problem(self.config.gateway_prefix)
+        if problem is not None:
+            raise ValueError(f"gateway_prefix {self.config.gateway_prefix!r}: {problem}")
         self.store = self.config.world()
         self.auth = Authenticator(self.store)
         self.journal = Journal(self.config.journal_budget, operations=contract.operations())
