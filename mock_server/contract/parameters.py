@@ -6,7 +6,8 @@ The query is read as its `key=value` pairs; an array parameter is its repeated k
 (`?status=A&status=B`, the exploded form style of every array of the contract: `?status=A,B`
 is one value, `A,B`); a parameter given once is that value. Numbers are read by the
 contract's grammar (`core.numbers`: `int()` would take `1_0`, ` 1` and other scripts'
-digits), a nullable parameter sent as `null` is left out, and each value is then checked
+digits: `null` is no number either), a nullable text or boolean sent as `null` is left out
+(an array's items are its values as sent), and each value is then checked
 against its schema, every violation reported. What the handler is given: the values in the
 contract's types (numbers as Python reads them, `number`s as floats, booleans from
 `true`/`false`), and each default of a query parameter left out.
