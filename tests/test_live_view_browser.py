@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -383,6 +384,16 @@ def test_the_requests_sort_by_a_column_and_back(view, api, anonymous):
     expect(_rows(view.page).locator("td.status")).to_have_text(["401", "404", "200"])
 
 
+def _to_fixed(number: float) -> str:
+    """`number.toFixed(1)` as the page's JavaScript writes it: a tie (3.25, exact in binary)
+    goes up, where Python's `:.1f` would give the even digit (3.2)."""
+    return str(Decimal(number).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+
+
+def test_to_fixed_rounds_a_tie_up_as_javascript_does():
+    assert (_to_fixed(3.25), _to_fixed(3.35), _to_fixed(1.0)) == ("3.3", "3.4", "1.0")
+
+
 def test_coverage_shows_each_operations_latency(view, api, admin):
     for limit in (1, 2, 3):
         api.get(RUNS, params={"limit": limit})
@@ -392,7 +403,8 @@ def test_coverage_shows_each_operations_latency(view, api, admin):
     view.page.click("button[data-tab=coverage]")
 
     cell = view.page.locator("#coverage tbody tr", has_text="listJobRuns").locator("td.latency")
-    expect(cell).to_have_text(f"{took['p50Ms']:.1f} / {took['p90Ms']:.1f} / {took['maxMs']:.1f}")
+    shown = " / ".join(_to_fixed(took[key]) for key in ("p50Ms", "p90Ms", "maxMs"))
+    expect(cell).to_have_text(shown)
     expect(cell).to_have_attribute("title", "3 request(s) held")
 
 
