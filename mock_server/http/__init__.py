@@ -23,7 +23,8 @@ Middlewares replaced in Connexion's stack (`app.REPLACED`, each by a subclass bu
 - `RoutingMiddleware`: the contract's router (`mock_server.contract.routing`, the drift
   proxy's too) in place of Connexion's Starlette router; it fills Connexion's routing
   context (`ROUTING_CONTEXT`: `api_base_path`, `operation_id`), which security and both
-  validations read to find the operation, and `path_params`; as a `SpecMiddleware`, it
+  validations read to find the operation (the path's parameters go to the request's
+  `Exchange`, which the parameter check reads); as a `SpecMiddleware`, it
   refuses a document Connexion adds at a base path the router does not serve.
 - `RequestValidationMiddleware`: `api_cls` makes `_PlannedRequestValidation`, which reads
   the operation (`_operation`, `_validator_map`) once at start-up,

@@ -335,8 +335,6 @@ class RoutingMiddleware(SpecMiddleware):
             if self.gateway is not None and self.router.is_gateway(path):
                 await self.gateway(Headers(scope=scope).get("authorization"))
             raise errors.RouteNotFound(f"No route for {method} {path}")
-        # Connexion's, under the names it reads them by (Starlette's router's): `-` as `_`.
-        scope["path_params"] = {name.replace("-", "_"): value for name, value in params.items()}
         scope.setdefault("extensions", {})[ROUTING_CONTEXT] = {
             "api_base_path": route.base_path,
             "operation_id": route.operation.operation_id,
