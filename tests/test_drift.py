@@ -462,7 +462,7 @@ def _hostile_report() -> DriftReportWire:
     for index, text in enumerate(CORPUS.values()):
         exchange = ProxiedExchange(
             seq=index, method="GET", path=f"/api/svc/v1/jobs/{text}/runs", query={text: [text]},
-            path_params={"jobId": text}, headers={}, raw_body=b"", operation_id="listJobRuns",
+            path_params={"jobId": text}, raw_headers={}, raw_body=b"", operation_id="listJobRuns",
             status=200,
         )  # fmt: skip
         exchange.differences = [

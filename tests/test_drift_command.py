@@ -400,7 +400,7 @@ def test_a_log_reader_gone_leaves_the_proxy_serving():
     out.close()  # as a pipe whose reader has gone
     log = proxying._printer(out)
     exchange = ProxiedExchange(
-        seq=1, method="GET", path="/api/svc/v1/session", query={}, path_params={}, headers={},
+        seq=1, method="GET", path="/api/svc/v1/session", query={}, path_params={}, raw_headers={},
         raw_body=b"", operation_id="getSession", status=200,
     )  # fmt: skip
     assert [log(exchange), log(exchange)] == [None, None]

@@ -197,7 +197,7 @@ def test_a_credential_too_short_to_be_told_from_a_word_is_not_hidden_everywhere(
 def _entry(**fields: Any) -> Entry:
     base: dict[str, Any] = {
         "seq": 1, "method": "GET", "path": "/api/svc/v1/session", "query": {},
-        "path_params": {}, "headers": {}, "raw_body": b"", "operation_id": "getSession",
+        "path_params": {}, "raw_headers": {}, "raw_body": b"", "operation_id": "getSession",
         "status": 200,
     }  # fmt: skip
     return Entry(**{**base, **fields})
@@ -229,6 +229,22 @@ def test_the_journal_keeps_nothing_of_the_callers_credential():
     kept = _recorded()
     held = repr(kept) + kept.raw_body.decode() + kept.raw_response.decode()
     assert OWN_CREDENTIAL not in held and kept.credentials == ()
+
+
+def test_the_journal_keeps_the_request_headers_without_the_callers_credential():
+    journal = Journal()
+    sent = {"authorization": f"Bearer {OWN_CREDENTIAL}", "x-echo": f"sent {OWN_CREDENTIAL}"}
+    journal.record(_entry(raw_headers=sent, credentials=credentials_of(sent)))
+    (kept,) = list(journal)
+    assert OWN_CREDENTIAL not in repr(kept.raw_headers) and kept.credentials == ()
+
+
+def test_the_request_headers_are_shown_masked_when_first_read():
+    journal = Journal()
+    sent = {"authorization": f"Bearer {OWN_CREDENTIAL}", "x-api-key": "opaque-value-1"}
+    journal.record(_entry(raw_headers=sent, credentials=credentials_of(sent)))
+    (kept,) = list(journal)
+    assert kept.headers == {"authorization": "<hidden>", "x-api-key": "<hidden>"}
 
 
 def test_the_journal_keeps_a_body_without_credentials_as_it_came():

@@ -77,7 +77,7 @@ def entry(
         path=path,
         query=query or {},
         path_params=path_params or {},
-        headers={},
+        raw_headers={},
         raw_body=body if isinstance(body, bytes) else json.dumps(body).encode() if body else b"",
         operation_id=operation_id,
         status=status,

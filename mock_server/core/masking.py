@@ -195,11 +195,17 @@ def _assigned(found: re.Match[str], depth: int = 0) -> str:
     return f"{before}{quote}{HIDDEN}{closing}"
 
 
-def masked_text(text: str, credentials: Iterable[str] = ()) -> str:
-    """A text with every credential in it hidden (see the module)."""
+def without(text: str, credentials: Iterable[str]) -> str:
+    """The text with each of `credentials` (the caller's own) hidden wherever it appears."""
     for credential in credentials:
         if credential in text:
             text = text.replace(credential, HIDDEN)
+    return text
+
+
+def masked_text(text: str, credentials: Iterable[str] = ()) -> str:
+    """A text with every credential in it hidden (see the module)."""
+    text = without(text, credentials)
     if text in _PLAIN or not _hinted(text):
         return text
     shown = _ASSIGNMENT.sub(_assigned, _SCHEME.sub(_scheme, _TOKEN.sub(HIDDEN, text)))

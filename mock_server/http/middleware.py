@@ -79,7 +79,7 @@ async def journaled(
             path=scope["path"],
             query=query_by_key(scope),
             path_params=dict(mine.path_params),
-            headers=request_headers(scope["headers"]),
+            raw_headers=request_headers(scope["headers"]),
             raw_body=bytes(body),
             operation_id=operation_id(scope),
             status=None if mine.drop else status,

@@ -414,7 +414,7 @@ class Proxy:
             path=scope["path"],
             query=query,
             path_params=path_params,
-            headers=request_headers(scope["headers"]),
+            raw_headers=request_headers(scope["headers"]),
             raw_body=_kept(_parsed(headers.get("content-type", ""), raw), raw),
             operation_id=operation.operation_id if operation else None,
             status=None,

@@ -249,7 +249,9 @@ class ContractReport:
 
     def add(self, entry: Entry) -> None:
         with self._lock:
-            usage = self._usage.setdefault(entry.operation_id or UNROUTED, _Usage())
+            usage = self._usage.get(entry.operation_id or UNROUTED)
+            if usage is None:  # an operation no contract names, or a path none routes
+                usage = self._usage[entry.operation_id or UNROUTED] = _Usage()
             usage.calls += 1
             usage.statuses[_status(entry)] += 1
             declared = self._operations.get(entry.operation_id or "")
@@ -317,7 +319,10 @@ class ContractReport:
                 return
             if out is not None:
                 del usage.parameters[out]
-        cls._keep(usage.parameters.setdefault(name, set()), values)
+        seen = usage.parameters.get(name)
+        if seen is None:
+            seen = usage.parameters[name] = set()
+        cls._keep(seen, values)
 
     @staticmethod
     def _keep(seen: set[str], values: list[str]) -> None:

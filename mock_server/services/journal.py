@@ -12,8 +12,13 @@ rule (`mock_server.core.masking`) is applied here, and no output can show a cred
 - `record` hides the caller's own credential (its request's, which the entry carries until
   then) wherever it appears in the entry, and forgets it: only the writer knows it, and no
   reader could hide it without the journal keeping it;
-- `record` hides every credential of the entry's short texts (path, query, headers,
-  message, violations), which every output reads as they are;
+- `record` hides every credential of the entry's short texts (path, query, message,
+  violations, response headers), which every output reads as they are;
+- the request headers, less the caller's credential, are kept as they came (`raw_headers`)
+  and shown only through `headers`, which applies the rule when first read: every request
+  sends its credential in a header, the rule on the headers cost about a third of the
+  journal's work on a request, and most entries' headers are never read (a header set past
+  HEADER_BUDGET is masked and cut when recorded, to be kept within it);
 - the bodies, kept as they came less the caller's credential, are shown only through
   `shown_body`, `shown_response`, `body` and `response_body`, which apply the rule as they
   are read: most bodies are never read, and the rule costs more than the request on a big
@@ -65,6 +70,7 @@ ENTRY_OVERHEAD = 1024  # bytes an entry costs besides its variable parts (object
 # the budget, a value is cut (saying so) and the headers after it are counted, not kept.
 HEADER_BUDGET = 8 * 1024
 CUT = "…"  # ends a header's value cut at the budget
+_SHOWING = threading.Lock()  # an entry's request headers masked on their first reading
 # A request's path and query parameters, one value where one was given (`request_params`).
 Params = dict[str, str | list[str]]
 
@@ -120,7 +126,10 @@ class Entry:
     path: str
     query: dict[str, list[str]]
     path_params: dict[str, str]
-    headers: dict[str, str]  # every one (`request_headers`), up to HEADER_BUDGET bytes
+    # Every request header as it came (`request_headers`), less the caller's credential once
+    # recorded: read only through `headers`, which masks them (and empties this) when first
+    # read.
+    raw_headers: dict[str, str] = field(repr=False, compare=False)
     raw_body: bytes  # as it came, cut at BODY_LIMIT
     operation_id: str | None
     status: int | None  # None when nothing was answered: see `dropped`
@@ -144,20 +153,33 @@ class Entry:
     # The caller's own credentials (`masking.credentials_of`), hidden wherever they appear
     # in the entry when it is recorded, and forgotten then.
     credentials: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # The request headers as every output shows them, once `headers` has been read.
+    _shown_headers: dict[str, str] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def mask(self) -> tuple[str, ...]:
-        """Hide every credential of the entry's short texts (path, query, headers, message,
-        violations) and the caller's own credential wherever it appears, then forget that
-        credential: done once, by `Journal.record`, before anything reads the entry. The
-        bodies are kept as they came, less the caller's credential: the rule is applied to
-        them as they are read (`shown_body`, `shown_response`). Returns the caller's
-        credentials, for a kind of entry that holds more."""
+        """Hide every credential of the entry's short texts (path, query, message,
+        violations, response headers) and the caller's own credential wherever it appears,
+        then forget that credential: done once, by `Journal.record`, before anything reads
+        the entry. The bodies and the request headers are kept as they came, less the
+        caller's credential: the rule is applied to them as they are read (`shown_body`,
+        `shown_response`, `headers`). Returns the caller's credentials, for a kind of entry
+        that holds more."""
         credentials, self.credentials = self.credentials, ()
         self.raw_body = _without(self.raw_body, credentials)
         self.raw_response = _without(self.raw_response, credentials)
+        self.raw_headers = _headers_without(self.raw_headers, credentials)
+        # A header set past the budget is masked and cut now, to be kept within it.
+        if sum(len(name) + len(value) for name, value in self.raw_headers.items()) > HEADER_BUDGET:
+            self._show_headers()
+        texts = self._short_texts()
+        # One look over them all: most requests hold nothing the rule hides, and a look per
+        # field cost as much as the journal's record itself.
+        if not masking.might_hold_text("\n".join(texts), credentials):
+            return credentials
 
-        # Each field is read through the rule only if a word of it calls for the rule: most
-        # requests hold none (a few microseconds, where masking them all cost tens).
+        # Each field is read through the rule only if a word of it calls for the rule.
         def holds(*texts: str) -> bool:
             return masking.might_hold_text("\n".join(texts), credentials)
 
@@ -167,10 +189,6 @@ class Entry:
             self.query = masking.masked(self.query, "", credentials)
         if holds(*(text for pair in self.path_params.items() for text in pair)):
             self.path_params = masking.masked(self.path_params, "", credentials)
-        if holds(*(text for pair in self.headers.items() for text in pair)):
-            self.headers = masking.headers(self.headers, credentials)
-        # Cut once masked: a credential cut in half would no longer be known by its shape.
-        self.headers, self.headers_dropped = within_budget(self.headers, HEADER_BUDGET)
         if self.message is not None and holds(self.message):
             self.message = masking.masked_text(self.message, credentials)
         if holds(*(f"{key} {value}" for detail in self.details for key, value in detail.items())):
@@ -178,6 +196,38 @@ class Entry:
         if holds(*(text for pair in self.response_headers.items() for text in pair)):
             self.response_headers = masking.headers(self.response_headers, credentials)
         return credentials
+
+    def _short_texts(self) -> list[str]:
+        texts = [self.path, self.message or ""]
+        for key, values in self.query.items():
+            texts.append(key)
+            texts += values
+        for pair in self.path_params.items():
+            texts += pair
+        texts += (f"{key} {value}" for detail in self.details for key, value in detail.items())
+        for pair in self.response_headers.items():
+            texts += pair
+        return texts
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Every request header as every output shows them: every credential hidden (the
+        caller's own too), then cut at HEADER_BUDGET (`headers_dropped` counts the rest)."""
+        shown = self._shown_headers
+        return shown if shown is not None else self._show_headers()
+
+    def _show_headers(self) -> dict[str, str]:
+        with _SHOWING:  # two readers at once: one masks, the other reads what it masked
+            if self._shown_headers is None:
+                raw = self.raw_headers
+                if masking.might_hold_text("\n".join(t for pair in raw.items() for t in pair)):
+                    raw = masking.headers(raw)
+                # Cut once masked: a credential cut in half would no longer be known by its
+                # shape.
+                self._shown_headers, dropped = within_budget(raw, HEADER_BUDGET)
+                self.headers_dropped = max(self.headers_dropped, dropped)
+                self.raw_headers = {}
+            return self._shown_headers
 
     @property
     def shown_body(self) -> bytes:
@@ -206,7 +256,8 @@ class Entry:
             + len(self.message or "")
             + sum(len(k) + sum(len(v) for v in values) for k, values in self.query.items())
         )
-        text += sum(len(k) + len(v) for k, v in self.headers.items())
+        headers = self.raw_headers or self._shown_headers or {}
+        text += sum(len(k) + len(v) for k, v in headers.items())
         text += sum(len(k) + len(v) for k, v in self.path_params.items())
         text += sum(64 + sum(len(str(v)) for v in d.values()) for d in self.details)
         text += sum(len(k) + len(v) for k, v in self.response_headers.items())
@@ -252,7 +303,13 @@ class Entry:
             raw = body.encode("utf-8", errors="replace")
         else:
             raw = orjson.dumps(body)
-        return camel.from_wire(cls, found, raw_body=raw, path_params=found.get("pathParams", {}))
+        return camel.from_wire(
+            cls,
+            found,
+            raw_body=raw,
+            path_params=found.get("pathParams", {}),
+            raw_headers=found.get("headers", {}),
+        )
 
     def to_dict(self) -> EntryWire:
         """The entry as the admin API answers it (`camel.to_wire`, which says why it is the
@@ -520,6 +577,16 @@ def _without(raw: bytes, credentials: tuple[str, ...]) -> bytes:
         if found in raw:
             raw = raw.replace(found, masking.HIDDEN.encode())
     return raw
+
+
+def _headers_without(headers: dict[str, str], credentials: tuple[str, ...]) -> dict[str, str]:
+    """The headers with each of the caller's credentials hidden in their names and values."""
+    if not credentials:
+        return headers
+    return {
+        masking.without(name, credentials): masking.without(value, credentials)
+        for name, value in headers.items()
+    }
 
 
 def mask_body(raw: bytes, credentials: tuple[str, ...] = ()) -> bytes:
