@@ -288,3 +288,27 @@ def test_the_texts_remembered_as_plain_stay_within_their_count():
     for number in range(masking._PLAIN_TEXTS + 10):
         masking.masked_text(f"authorization-{number}")
     assert 0 < len(masking._PLAIN) <= masking._PLAIN_TEXTS
+
+
+# -- what the rule looks for before it reads a text ------------------------------------------
+
+
+@pytest.mark.parametrize("word", masking._HINTS, ids=str)
+def test_a_short_text_holding_a_hint_word_is_read_by_the_rule(word: str) -> None:
+    assert masking.might_hold_text(f"/api/svc/v1/x{word.upper()}y?limit=20")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [*MASKING.values(), "/api/svc/v1/jobs/app-1/runs"],
+    ids=[*MASKING, "plain-path"],
+)
+def test_the_search_of_short_texts_finds_what_a_look_for_each_word_finds(text: str) -> None:
+    lowered = text.lower()
+    assert (masking._HINT.search(lowered) is not None) == any(w in lowered for w in masking._HINTS)
+
+
+def test_a_path_the_rule_left_as_it_is_is_known_plain_unless_it_holds_the_callers_credential():
+    path = "/api/svc/v1/personal-access-tokens/ci"
+    assert masked_text(path) == path
+    assert masking.known_plain(path) and not masking.known_plain(path, ["access-tokens"])
