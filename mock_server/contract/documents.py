@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import orjson
@@ -74,6 +74,11 @@ class Operation:
     enums: tuple[tuple[str, tuple[str, ...]], ...] = ()
     booleans: frozenset[str] = frozenset()  # those whose value is `true` or `false`
     token: bool = True  # whether it takes a bearer token (`security: []`: it answers without)
+
+    @cached_property
+    def enum_sets(self) -> dict[str, frozenset[str]]:
+        """The closed sets of values of query parameters, by name, to look values up in."""
+        return {name: frozenset(values) for name, values in self.enums}
 
     def check_parameters(self, names: Iterable[str]) -> None:
         """Raises ValueError naming any of `names` that is not a parameter of this operation

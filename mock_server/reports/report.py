@@ -248,24 +248,24 @@ class ContractReport:
         self._absorbed_drops = 0
 
     def add(self, entry: Entry) -> None:
+        key, violation = entry.operation_id or UNROUTED, entry.violation
         with self._lock:
-            usage = self._usage.get(entry.operation_id or UNROUTED)
+            usage = self._usage.get(key)
             if usage is None:  # an operation no contract names, or a path none routes
-                usage = self._usage[entry.operation_id or UNROUTED] = _Usage()
+                usage = self._usage[key] = _Usage()
             usage.calls += 1
             usage.statuses[_status(entry)] += 1
-            declared = self._operations.get(entry.operation_id or "")
+            declared = self._operations.get(key)
             known = declared.parameters if declared else ()
-            for name, values in [
-                *entry.query.items(),
-                *((k, [v]) for k, v in entry.path_params.items()),
-            ]:
+            for name, values in entry.query.items():
                 self._exercised(usage, known, name, values)
-            if declared is not None and not entry.violation:
+            for name, value in entry.path_params.items():
+                self._exercised(usage, known, name, [value])
+            if declared is not None and not violation:
                 self._cover(usage, declared, entry.query)
-            if entry.violation and entry.expected:
+            if violation and entry.expected:
                 usage.expected_violations += 1
-            elif entry.violation:
+            elif violation:
                 usage.violation_count += 1
                 example: ViolationExample = {
                     "test": entry.test,
@@ -298,13 +298,16 @@ class ContractReport:
 
     @staticmethod
     def _cover(usage: _Usage, declared: Operation, query: dict[str, list[str]]) -> None:
-        for name in declared.query:
-            if name in query:
+        # What was sent, looked up in the operation's sets: a request sends a few of them.
+        enums = declared.enum_sets
+        for name, values in query.items():
+            if name in declared.query:
                 usage.sent.add(name)
-        for name, allowed in declared.enums:
-            for value in query.get(name, ()):
-                if value in allowed:
-                    usage.enum_values.setdefault(name, set()).add(value)
+            allowed = enums.get(name)
+            if allowed is not None:
+                for value in values:
+                    if value in allowed:
+                        usage.enum_values.setdefault(name, set()).add(value)
 
     @classmethod
     def _exercised(
