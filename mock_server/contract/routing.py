@@ -40,7 +40,11 @@ class Router:
         if admin_prefix is not None:
             self.base_paths[ADMIN_SPEC] = "/" + admin_prefix.strip("/")
             operations += contract.admin_operations().values()
-        self._routes: dict[str, list[Route]] = {}
+        # By method and by the number of the path's slashes, which a route's path fixes (a
+        # parameter is one segment): a request tries the few routes of its shape, not every
+        # route of its method (fifteen regexes for a gateway request).
+        self._routes: dict[tuple[str, int], list[Route]] = {}
+        self._by_depth: dict[int, list[Route]] = {}
         self._every: list[Route] = []
         full = {op: self.base_paths[op.document] + op.path for op in operations}
         concrete = sorted({path for path in full.values() if "{" not in path})
@@ -56,7 +60,9 @@ class Router:
                 regex = f"(?!(?:{exact})$){regex}"
             base = self.base_paths[operation.document]
             route = Route(operation, base, re.compile(regex), tuple(parts[1::2]))
-            self._routes.setdefault(operation.method, []).append(route)
+            depth = full[operation].count("/")
+            self._routes.setdefault((operation.method, depth), []).append(route)
+            self._by_depth.setdefault(depth, []).append(route)
             self._every.append(route)
 
     def match(self, method: str, path: str) -> tuple[Operation, dict[str, str]] | None:
@@ -67,7 +73,8 @@ class Router:
     def route(self, method: str, path: str) -> tuple[Route | None, dict[str, str]]:
         """The route a request takes (its operation and its document's base path) and its path
         parameters; (None, {}) if the contract has none."""
-        for route in self._routes.get("GET" if method == "HEAD" else method, ()):
+        key = ("GET" if method == "HEAD" else method, path.count("/"))
+        for route in self._routes.get(key, ()):
             found = route.pattern.fullmatch(path)
             if found:
                 return route, dict(zip(route.names, found.groups(), strict=True))
@@ -75,7 +82,8 @@ class Router:
 
     def methods(self, path: str) -> list[str]:
         """Every method `path` takes, HEAD wherever GET is, sorted: none if no operation's."""
-        found = {r.operation.method for r in self._every if r.pattern.fullmatch(path)}
+        shaped = self._by_depth.get(path.count("/"), ())
+        found = {r.operation.method for r in shaped if r.pattern.fullmatch(path)}
         return sorted(found | ({"HEAD"} if "GET" in found else set()))
 
     def routes(self) -> list[Route]:
