@@ -312,3 +312,23 @@ def test_a_path_the_rule_left_as_it_is_is_known_plain_unless_it_holds_the_caller
     path = "/api/svc/v1/personal-access-tokens/ci"
     assert masked_text(path) == path
     assert masking.known_plain(path) and not masking.known_plain(path, ["access-tokens"])
+
+
+def test_texts_remembered_as_holding_no_hint_still_show_the_callers_credential() -> None:
+    texts = ["limit", "20", f"note {OWN_CREDENTIAL[:4]}"]
+    assert not masking.might_hold_any(texts)  # now remembered
+    assert masking.might_hold_any([*texts, OWN_CREDENTIAL], [OWN_CREDENTIAL])
+
+
+@pytest.mark.parametrize("text", list(MASKING.values()), ids=list(MASKING))
+def test_a_hostile_text_among_remembered_plain_ones_is_looked_at(text: str) -> None:
+    plain = ["limit", "20", "content-type", "application/json"]
+    masking.might_hold_any(plain)
+    assert masking.might_hold_any([*plain, text]) == masking.might_hold_text(text)
+
+
+def test_a_query_key_naming_a_credential_sends_the_query_through_the_rule() -> None:
+    journal = Journal()
+    for value in ("opaque-1", "opaque-2"):  # the second time, both texts are known
+        journal.record(_entry(query={"access_token": [value], "limit": ["20"]}))
+    assert [e.query["access_token"] for e in journal] == [[HIDDEN], [HIDDEN]]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 HIDDEN = "<hidden>"
@@ -303,6 +303,35 @@ def known_plain(text: str, credentials: Iterable[str] = ()) -> bool:
     """Whether the rule is known to give the text back as it is: a short text it gave back
     unchanged before (remembered), holding none of `credentials`."""
     return text in _PLAIN and not any(credential in text for credential in credentials)
+
+
+# Short texts holding no word the rules look for (`_HINTS`), remembered: a request's header
+# and parameter names, media types and statuses come again with every request, and the
+# search for the words cost more than the rest of the journal's look at an entry. At most
+# _PLAIN_TEXTS of fewer than SHORT characters, forgotten all at once when full.
+_UNHINTED: dict[str, None] = {}
+
+
+def might_hold_any(texts: Sequence[str], credentials: Iterable[str] = ()) -> bool:
+    """Whether any of `texts` may hold something the rules hide, by its own words or under
+    another's name, or one of `credentials`: as `might_hold_text` of each (a word sought
+    cannot span two texts), with the texts known to hold no word the rules look for."""
+    found = tuple(credentials)
+    if found:
+        joined = "\n".join(texts)
+        if any(credential in joined for credential in found):
+            return True
+    unknown = [text for text in texts if text not in _UNHINTED]
+    if not unknown:
+        return False
+    if _hinted("\n".join(unknown)):
+        return True
+    if len(_UNHINTED) + len(unknown) > _PLAIN_TEXTS:
+        _UNHINTED.clear()
+    for text in unknown:
+        if len(text) < SHORT:
+            _UNHINTED[text] = None
+    return False
 
 
 def might_hold_text(text: str, credentials: Iterable[str] = ()) -> bool:

@@ -177,7 +177,7 @@ class Entry:
         # field cost as much as the journal's record itself. A path the rule is known to
         # leave as it is stays out of it (`/personal-access-tokens/ci` names a token).
         texts = self._short_texts(with_path=not masking.known_plain(self.path, credentials))
-        if not masking.might_hold_text("\n".join(texts), credentials):
+        if not masking.might_hold_any(texts, credentials):
             return credentials
 
         # Each field is read through the rule only if a word of it calls for the rule.
