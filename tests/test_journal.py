@@ -651,6 +651,27 @@ def test_a_credential_header_is_journaled_hidden(server, admin, token, name, val
     assert value not in json.dumps(entry)
 
 
+def test_each_cookie_of_two_cookie_headers_is_hidden_where_the_request_echoes_it(
+    server, mock, token
+):
+    query = "note=second-value&other=first-cookie-value"
+    with httpx.Client(base_url=server.url) as client:
+        request = client.build_request("GET", CONTROL_PLANE + TOKENS + "?" + query)
+        request.headers = httpx.Headers(
+            [
+                *request.headers.raw,
+                (b"authorization", f"Bearer {token}".encode()),
+                (b"cookie", b"theme=dark; session=first-cookie-value"),
+                (b"cookie", b"id=second-value"),
+            ]
+        )
+        client.send(request)
+
+    entry = mock.journal.last
+    assert entry is not None
+    assert "second-value" not in repr(entry.query) and "first-cookie" not in repr(entry.query)
+
+
 def test_a_huge_header_set_is_kept_within_the_entrys_header_budget(api, mock):
     # 90 headers of 600 bytes: 54 KiB, within what a request may send (64 KiB).
     sent = {f"X-Big-{index:02d}": "v" * 600 for index in range(90)}

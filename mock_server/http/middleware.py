@@ -27,6 +27,7 @@ from mock_server.services.exchange import exchange
 from mock_server.services.journal import BODY_LIMIT, Entry, Journal, request_headers
 
 FAULT_HEADER = b"x-platform-mock-fault"
+_TEST_KEY = TEST_HEADER.lower()  # as `request_headers` names it
 # Returned to the server instead of None: uvicorn then closes the connection unanswered.
 DROP = "drop-connection"
 
@@ -61,8 +62,9 @@ async def journaled(
     started_at = time.time()
     # The test that sent it: the one its header names, else the mock's current test (kept
     # even if the test ends before the request does).
-    headers = Headers(scope=scope)
-    named = headers.get(TEST_HEADER, "")[:MAX_TEST_NAME]
+    # Read once, for the test's name, the caller's credentials and the entry.
+    sent = request_headers(scope["headers"])
+    named = sent.get(_TEST_KEY, "")[:MAX_TEST_NAME]
     label = named or journal.label
     expected = journal.expecting and label == journal.label
     recorded = False
@@ -79,7 +81,7 @@ async def journaled(
             path=scope["path"],
             query=query_by_key(scope),
             path_params=dict(mine.path_params),
-            raw_headers=request_headers(scope["headers"]),
+            raw_headers=sent,
             raw_body=bytes(body),
             operation_id=operation_id(scope),
             status=None if mine.drop else status,
@@ -96,7 +98,7 @@ async def journaled(
             response_headers=response_headers,
             raw_response=bytes(response),
             response_bytes=response_bytes,
-            credentials=masking.credentials_of(headers),
+            credentials=masking.credentials_of(sent),
         )
         journal.record(entry)  # which its readers (report, live view, request log) read
 

@@ -537,11 +537,14 @@ def _distribution(ordered: list[float]) -> LatencyWire:
 
 def request_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     """A request's headers as the journal keeps them: every one, by its lower-case name, the
-    values of a repeated one joined by `, ` (RFC 9110, 5.3), as the client sent them."""
+    values of a repeated one joined by `, ` (RFC 9110, 5.3), a repeated `cookie`'s by `; `
+    (its own list's separator: RFC 9113, 8.2.3), as the client sent them."""
     found: dict[str, str] = {}
     for name, value in raw:
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
-        found[key] = f"{found[key]}, {text}" if key in found else text
+        if key in found:
+            text = f"{found[key]}{'; ' if key == 'cookie' else ', '}{text}"
+        found[key] = text
     return found
 
 
