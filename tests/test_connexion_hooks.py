@@ -12,6 +12,7 @@ import inspect
 import json
 
 import flask
+import httpx
 import pytest
 import uvicorn
 from a2wsgi.wsgi import build_environ
@@ -33,11 +34,14 @@ from flask.ctx import RequestContext
 from mock_server import PlatformMock
 from mock_server.contract import documents as contract
 from mock_server.contract import validation
+from mock_server.handlers import catalog
+from mock_server.handlers.context import Answer
 from mock_server.http import app as http_app
 from mock_server.http import middleware as http_middleware
 from mock_server.http import validators
 from mock_server.http.protocol import PlatformHttpProtocol
 from mock_server.http.server import PlatformConfig, uvicorn_config
+from mock_server.http.transport import MockTransport
 from mock_server.http.wsgi import InlineWSGI
 from tests.conftest import assert_error, until_closed
 
@@ -337,3 +341,23 @@ def test_uvicorn_still_serves_inside_capture_signals():
 
     Probe(uvicorn.Config(PlatformMock(), port=0, log_level="error", lifespan="off")).run()
     assert entered == ["in", "out"]
+
+
+@pytest.mark.parametrize("times", [1, 2], ids=["first-answer", "remembered"])
+def test_an_answer_of_a_media_type_the_operation_does_not_produce_is_the_mocks_error(
+    monkeypatch: pytest.MonkeyPatch, times: int
+) -> None:
+    real = catalog.handler
+
+    def handler(operation_id: str) -> object:
+        if operation_id != "getSession":
+            return real(operation_id)
+        return lambda: Answer(b"plain words", "text/plain")
+
+    monkeypatch.setattr(catalog, "handler", handler)
+    mock = PlatformMock()
+    client = httpx.Client(transport=MockTransport(mock), base_url="http://localhost")
+    headers = {"Authorization": f"Bearer {mock.auth.dev_token()}"}
+    with client:
+        statuses = [client.get("/api/svc/v1/session", headers=headers) for _ in range(times)]
+    assert [r.status_code for r in statuses] == [500] * times

@@ -30,6 +30,8 @@ from mock_server.contract.validation import (
 )
 from mock_server.core.numbers import number_problem
 
+REQUIRED = "is required"  # what a required parameter left out is told
+
 
 def query_pairs(query_string: bytes) -> list[tuple[str, str]]:
     """A query string's (key, value) pairs, in the order sent, blank values kept."""
@@ -141,7 +143,11 @@ class ParameterCheck:
                 if name in (misspelt if location == "query" else misspelt_path):
                     continue  # said above; its value as Python read it would mislead
                 sent = values.get(name)
-                found = None if sent is None else _read(sent, param, location)
+                if sent is None:
+                    if param.get("required"):
+                        details.append({"location": location, "field": name, "message": REQUIRED})
+                    continue
+                found = _read(sent, param, location)
                 details.extend(_check(location, param, found))
                 if location != "header" and found is not None:
                     arguments[name] = found
@@ -174,6 +180,6 @@ def _check(location: str, param: Mapping[str, t.Any], value: t.Any) -> list[Deta
     name = param["name"]
     if value is None:
         if param.get("required"):
-            return [{"location": location, "field": name, "message": "is required"}]
+            return [{"location": location, "field": name, "message": REQUIRED}]
         return []
     return violations(compiled(param.get("schema", {})), value, location, (name,))

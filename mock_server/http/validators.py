@@ -396,6 +396,9 @@ class _ResponsePlan(t.NamedTuple):
     nullable: bool
 
 
+MAX_MEDIA_TYPES = 16  # of answers remembered per operation (the mock writes a few)
+
+
 class _PlannedResponseValidation(ResponseValidationOperation):
     """Connexion's response validation of one operation, with each documented response's
     definition looked up once instead of on every response."""
@@ -404,6 +407,18 @@ class _PlannedResponseValidation(ResponseValidationOperation):
         super().__init__(*args, **kwargs)
         self._plans: dict[tuple[str, str], _ResponsePlan] = {}
         self._produces = MediaTypeDict([(p.lower(), None) for p in self._operation.produces])
+        # By the media type of an answer (one the mock wrote: a few): whether the operation
+        # produces it, and its validator, each a walk of a MediaTypeDict's ranges, sorted.
+        self._media: dict[str, tuple[bool, t.Any]] = {}
+
+    def _media_type(self, mime_type: str) -> tuple[bool, t.Any]:
+        found = self._media.get(mime_type)
+        if found is None:
+            validators = self._validator_map["response"]
+            found = (mime_type in self._produces, validators.get(mime_type))
+            if len(self._media) < MAX_MEDIA_TYPES:
+                self._media[mime_type] = found
+        return found
 
     def _plan(self, status: str, mime_type: str) -> _ResponsePlan:
         key = (status, mime_type)
@@ -428,12 +443,12 @@ class _PlannedResponseValidation(ResponseValidationOperation):
                     mime_type, encoding = self.extract_content_type(headers)
                 else:
                     mime_type, encoding = _response_type(value)
-                if message["status"] < 400 and mime_type not in self._produces:
+                produced, validator_cls = self._media_type(mime_type)
+                if message["status"] < 400 and not produced:
                     self.validate_mime_type(mime_type)  # raises, in Connexion's words
                 plan = self._plan(str(message["status"]), mime_type)
                 if plan.requires_headers:
                     self.validate_required_headers(headers, plan.definition)
-                validator_cls = self._validator_map["response"].get(mime_type)
                 if validator_cls is not None:
                     validator = validator_cls(
                         scope, schema=plan.schema, nullable=plan.nullable, encoding=encoding
