@@ -264,6 +264,12 @@ def test_a_test_named_by_header_does_not_inherit_the_mock_wide_expectation(api, 
     assert (entry.test, entry.violation, entry.expected) == ("another test", True, False)
 
 
+def test_a_repeated_test_header_names_the_test_by_its_first(api, mock):
+    api.get(TOKENS, headers=[(TEST_HEADER, "first test"), (TEST_HEADER, "second test")])
+    (entry,) = mock.journal
+    assert entry.test == "first test"
+
+
 def test_a_test_name_past_its_bound_is_cut(api, mock):
     api.get(TOKENS, headers={TEST_HEADER: "t" * (MAX_TEST_NAME + 10)})
     (entry,) = mock.journal
@@ -685,6 +691,23 @@ def test_a_huge_header_set_is_kept_within_the_entrys_header_budget(api, mock):
     assert entry.headers["x-big-00"] == "v" * 600  # the first ones whole
     assert len(entry.headers) + entry.headers_dropped == len(api.headers) + len(sent) + 1  # host
     assert entry.size < ENTRY_OVERHEAD + 3 * HEADER_BUDGET
+
+
+def test_headers_the_rule_lengthens_past_the_budget_are_counted_when_recorded():
+    # Within the budget as sent; past it once each value is `<hidden>`.
+    sent = {f"x{index}-token": "a" for index in range(700)}
+    assert sum(len(name) + len(value) for name, value in sent.items()) <= HEADER_BUDGET
+    journal = Journal()
+    journal.record(_with_headers(journal, sent))
+    (entry,) = journal
+    dropped = entry.headers_dropped
+    assert dropped > 0 and len(entry.headers) + dropped == len(sent)
+
+
+def _with_headers(journal: Journal, headers: dict[str, str]) -> Entry:
+    entry = _entry(journal)
+    entry.raw_headers = headers
+    return entry
 
 
 def test_a_header_past_the_budget_is_cut_saying_so():

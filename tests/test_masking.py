@@ -332,3 +332,24 @@ def test_a_query_key_naming_a_credential_sends_the_query_through_the_rule() -> N
     for value in ("opaque-1", "opaque-2"):  # the second time, both texts are known
         journal.record(_entry(query={"access_token": [value], "limit": ["20"]}))
     assert [e.query["access_token"] for e in journal] == [[HIDDEN], [HIDDEN]]
+
+
+def test_a_header_named_with_the_callers_credential_is_hidden_by_its_name_as_sent():
+    # A cookie's value is a credential to hide everywhere, here inside another header's name.
+    sent = {"cookie": "login=access-token", "x-access-token": "pin123"}
+    journal = Journal()
+    journal.record(_entry(raw_headers=sent, credentials=credentials_of(sent)))
+    (kept,) = list(journal)
+    assert kept.headers == {"cookie": HIDDEN, f"x-{HIDDEN}": HIDDEN}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["\u017fecret", "pa\u017fsword", "credent\u0131als", "credent\u0130al"],
+    ids=["long-s-secret", "long-s-password", "dotless-i-credentials", "dotted-capital-i"],
+)
+def test_a_credential_name_spelt_with_a_letter_case_folding_reads_as_ascii_is_hidden(name: str):
+    journal = Journal()
+    journal.record(_entry(query={name: ["hunter2hunter2"], "limit": ["20"]}))
+    (kept,) = list(journal)
+    assert kept.query[name] == [HIDDEN]

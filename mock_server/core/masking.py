@@ -121,6 +121,11 @@ SHORT = 256  # characters of a text under which one regex beats a scan per word
 
 
 def _hinted(text: str) -> bool:
+    # The words are sought lower-cased, in ASCII; the rules' own searches ignore case as
+    # Python's `re` folds it, which takes a long s (U+017F) for an `s` and a dotted capital
+    # I (U+0130) for an `i`: a text outside ASCII is read by the rules whatever its words.
+    if not text.isascii():
+        return True
     lowered = text.lower()
     if len(lowered) < SHORT:
         return _HINT.search(lowered) is not None
@@ -343,6 +348,8 @@ def might_hold_text(text: str, credentials: Iterable[str] = ()) -> bool:
 def might_hold(raw: bytes) -> bool:
     """Whether a body of these bytes may hold something the rules hide (the caller's own
     credentials aside): when not, it is kept as it came, without being read."""
+    if not raw.isascii():  # as a text's (`_hinted`)
+        return True
     lowered = raw.lower()
     return any(word in lowered for word in _HINT_BYTES)
 

@@ -28,6 +28,7 @@ from mock_server.services.journal import BODY_LIMIT, Entry, Journal, request_hea
 
 FAULT_HEADER = b"x-platform-mock-fault"
 _TEST_KEY = TEST_HEADER.lower()  # as `request_headers` names it
+_TEST_BYTES = _TEST_KEY.encode("latin-1")
 # Returned to the server instead of None: uvicorn then closes the connection unanswered.
 DROP = "drop-connection"
 
@@ -64,7 +65,7 @@ async def journaled(
     # even if the test ends before the request does).
     # Read once, for the test's name, the caller's credentials and the entry.
     sent = request_headers(scope["headers"])
-    named = sent.get(_TEST_KEY, "")[:MAX_TEST_NAME]
+    named = _first_test_name(scope["headers"]) if _TEST_KEY in sent else ""
     label = named or journal.label
     expected = journal.expecting and label == journal.label
     recorded = False
@@ -131,6 +132,15 @@ async def journaled(
     finally:
         record()
     return DROP if mine.drop else None
+
+
+def _first_test_name(raw: list[tuple[bytes, bytes]]) -> str:
+    """The test a request names, by its first header naming one (the journal's headers join
+    a repeated header's values)."""
+    for name, value in raw:
+        if name.lower() == _TEST_BYTES:
+            return value.decode("latin-1")[:MAX_TEST_NAME]
+    return ""
 
 
 def _caller(scope: Scope) -> str | None:

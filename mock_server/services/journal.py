@@ -170,8 +170,12 @@ class Entry:
         self.raw_body = _without(self.raw_body, credentials)
         self.raw_response = _without(self.raw_response, credentials)
         self.raw_headers = _headers_without(self.raw_headers, credentials)
-        # A header set past the budget is masked and cut now, to be kept within it.
-        if sum(len(name) + len(value) for name, value in self.raw_headers.items()) > HEADER_BUDGET:
+        # A header set the budget could cut is masked and cut now, to be kept within it (and
+        # counted in `headers_dropped` from the start): the rule may lengthen a name or a
+        # value, to HIDDEN at most.
+        raw = self.raw_headers
+        most = sum(len(name) + len(value) for name, value in raw.items())
+        if most + 2 * len(masking.HIDDEN) * len(raw) > HEADER_BUDGET:
             self._show_headers()
         # One look over them all: most requests hold nothing the rule hides, and a look per
         # field cost as much as the journal's record itself. A path the rule is known to
@@ -584,13 +588,18 @@ def _without(raw: bytes, credentials: tuple[str, ...]) -> bytes:
 
 
 def _headers_without(headers: dict[str, str], credentials: tuple[str, ...]) -> dict[str, str]:
-    """The headers with each of the caller's credentials hidden in their names and values."""
+    """The headers with each of the caller's credentials hidden in their names and values. A
+    header whose name holds one is masked whole now (rare): the rule hides a value by its
+    name as it was sent, which hiding the credential in it would change."""
     if not credentials:
         return headers
-    return {
-        masking.without(name, credentials): masking.without(value, credentials)
-        for name, value in headers.items()
-    }
+    shown: dict[str, str] = {}
+    for name, value in headers.items():
+        if any(credential in name for credential in credentials):
+            shown.update(masking.headers({name: value}, credentials))
+        else:
+            shown[name] = masking.without(value, credentials)
+    return shown
 
 
 def mask_body(raw: bytes, credentials: tuple[str, ...] = ()) -> bytes:
