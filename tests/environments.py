@@ -22,11 +22,25 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+from uv import find_uv_bin
 
 from tests.budget import budget
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPLETE = "complete"  # written last: the environment in its folder is whole
+
+
+def install(python: Path, *requirements: str) -> None:
+    """Install `requirements` into the environment of `python` with uv's pip, for an
+    environment that is a client's or a wheel's, not a test of pip itself (the README's
+    lines run pip as they say): seconds where pip takes most of a minute."""
+    done = subprocess.run(
+        [find_uv_bin(), "pip", "install", "--quiet", "--python", str(python), *requirements],
+        capture_output=True,
+        text=True,
+        timeout=budget(900),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def files_digest(paths: Iterable[Path]) -> str:

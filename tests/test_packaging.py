@@ -60,17 +60,12 @@ def installed(
     wheel: Path, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     """A fresh virtual environment with only the wheel and its dependencies (slow the first
-    time: pip installs the web stack, about 25 s; kept by `tests/environments` while the
+    time: the web stack installed, about 10 s; kept by `tests/environments` while the
     wheel holds the same files)."""
 
     def build(folder: Path) -> None:
-        venv.create(folder / "venv", with_pip=True)
-        subprocess.run(
-            [str(folder / "venv/bin/python"), "-m", "pip", "install", "-q", str(wheel)],
-            check=True,
-            capture_output=True,
-            timeout=budget(900),
-        )
+        venv.create(folder / "venv")
+        environments.install(folder / "venv/bin/python", str(wheel))
 
     inputs = {"wheel": wheel.name, "contents": wheel_contents(wheel)}
     folder = environments.kept(request.config, tmp_path_factory, "wheel-installed", inputs, build)
