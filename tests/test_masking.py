@@ -314,7 +314,7 @@ def test_a_path_the_rule_left_as_it_is_is_known_plain_unless_it_holds_the_caller
     assert masking.known_plain(path) and not masking.known_plain(path, ["access-tokens"])
 
 
-def test_texts_remembered_as_holding_no_hint_still_show_the_callers_credential() -> None:
+def test_texts_remembered_as_holding_no_hint_still_find_the_callers_credential() -> None:
     texts = ["limit", "20", f"note {OWN_CREDENTIAL[:4]}"]
     assert not masking.might_hold_any(texts)  # now remembered
     assert masking.might_hold_any([*texts, OWN_CREDENTIAL], [OWN_CREDENTIAL])
