@@ -276,11 +276,10 @@ def _new_proxy(args: argparse.Namespace, recorder: Recorder | None) -> Proxy:
 def _proxy(
     args: argparse.Namespace, recorder: Recorder | None, server_class: type[uvicorn.Server]
 ) -> int:
-    import uvicorn
-
     from mock_server.core.coordinates import CONTROL_PLANE_PREFIX, base_url
     from mock_server.http import request_log
     from mock_server.http.server import bind
+    from mock_server.proxy.forward import proxy_config
 
     proxy = _new_proxy(args, recorder)
     try:
@@ -314,8 +313,7 @@ def _proxy(
         from typing import cast
 
         proxy.log = _printer(cast("IO[str]", request_log.outlet(sys.stdout) or sys.stdout))
-    config = uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False, ws="none")
-    server_class(config).run(sockets=[sock])
+    server_class(proxy_config(proxy)).run(sockets=[sock])
     return _finish(proxy, args, recorder, sys.stdout)
 
 

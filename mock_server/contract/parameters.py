@@ -30,8 +30,6 @@ from mock_server.contract.validation import (
 )
 from mock_server.core.numbers import number_problem
 
-REQUIRED = "is required"  # what a required parameter left out is told
-
 
 def query_pairs(query_string: bytes) -> list[tuple[str, str]]:
     """A query string's (key, value) pairs, in the order sent, blank values kept."""
@@ -143,13 +141,14 @@ class ParameterCheck:
                 if name in (misspelt if location == "query" else misspelt_path):
                     continue  # said above; its value as Python read it would mislead
                 sent = values.get(name)
-                if sent is None:
+                found = None if sent is None else _read(sent, param, location)
+                if found is None:  # left out, or a nullable one's `null`
                     if param.get("required"):
-                        details.append({"location": location, "field": name, "message": REQUIRED})
+                        message = "is required"
+                        details.append({"location": location, "field": name, "message": message})
                     continue
-                found = _read(sent, param, location)
-                details.extend(_check(location, param, found))
-                if location != "header" and found is not None:
+                details += violations(compiled(param.get("schema", {})), found, location, (name,))
+                if location != "header":
                     arguments[name] = found
         if details:
             raise invalid_request(details)
@@ -174,12 +173,3 @@ def _read(given: str | list[str], param: Mapping[str, t.Any], location: str) -> 
     if schema.get("nullable") and value.strip() in ("null", "None"):
         return None
     return _converted(value, schema.get("type"))
-
-
-def _check(location: str, param: Mapping[str, t.Any], value: t.Any) -> list[Detail]:
-    name = param["name"]
-    if value is None:
-        if param.get("required"):
-            return [{"location": location, "field": name, "message": REQUIRED}]
-        return []
-    return violations(compiled(param.get("schema", {})), value, location, (name,))

@@ -38,7 +38,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl, quote
+from urllib.parse import quote
 
 import httpx
 import jwt
@@ -49,7 +49,7 @@ from starlette.types import Receive, Scope, Send
 
 from mock_server.contract import documents as contract
 from mock_server.contract.documents import Operation
-from mock_server.contract.parameters import ParameterCheck, query_pairs
+from mock_server.contract.parameters import ParameterCheck, by_key, query_pairs
 from mock_server.contract.routing import Router
 from mock_server.contract.validation import Detail, read_json, read_request_body
 from mock_server.core import errors, masking
@@ -403,11 +403,7 @@ class Proxy:
         self, scope: Scope, operation: Operation | None, path_params: dict[str, str], raw: bytes
     ) -> ProxiedExchange:
         headers = Headers(scope=scope)
-        query: dict[str, list[str]] = {}
-        for key, value in parse_qsl(
-            scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
-        ):
-            query.setdefault(key, []).append(value)
+        query = by_key(query_pairs(scope.get("query_string", b"")))
         return ProxiedExchange(
             seq=self.journal.next_seq(),
             method=scope["method"],
@@ -512,6 +508,13 @@ def log_line(exchange: ProxiedExchange) -> str:
     return line
 
 
+def proxy_config(proxy: Proxy) -> uvicorn.Config:
+    """uvicorn's configuration of a drift proxy, served by the command or in a thread. No
+    WebSocket is served: an upgrade is forwarded as the plain HTTP request it also is
+    (uvicorn's WebSocket protocol would answer 500 to an app that never accepts one)."""
+    return uvicorn.Config(proxy, lifespan="on", log_level="warning", access_log=False, ws="none")
+
+
 class BackgroundProxy(Threaded):
     """A Proxy served by uvicorn on a daemon thread, on a free loopback port by default
     (tests, and `platform-mock drift`'s own requests)."""
@@ -520,7 +523,4 @@ class BackgroundProxy(Threaded):
 
     def __init__(self, proxy: Proxy, host: str = "127.0.0.1", port: int = 0):
         self.proxy = proxy
-        config = uvicorn.Config(
-            proxy, lifespan="on", log_level="warning", access_log=False, ws="none"
-        )
-        super().__init__(uvicorn.Server(config), host, port)
+        super().__init__(uvicorn.Server(proxy_config(proxy)), host, port)
