@@ -253,37 +253,37 @@ def test_port_range_is_checked_before_the_fixtures_load(tmp_path: Path):
     assert status == 3 and "99999" in line
 
 
-@pytest.mark.parametrize(
-    "prefix",
-    [
-        pytest.param("/", id="root"),
-        pytest.param("//", id="only-slashes"),
-        pytest.param("", id="empty"),
-        pytest.param("/api", id="api-root"),
-        pytest.param("/api/svc/v1", id="control-plane"),
-        pytest.param("/api/other", id="under-api"),
-        pytest.param("/__admin", id="admin"),
-        pytest.param("/__admin/gateway", id="under-admin"),
-        pytest.param("/docs", id="docs"),
-        pytest.param("/docs/gateway", id="under-docs"),
-        pytest.param("/openapi.json", id="control-plane-spec"),
-    ],
-)
+# Gateway prefixes on a path of the mock's own: refused at every door.
+ON_A_PATH = [
+    pytest.param("/", id="root"),
+    pytest.param("//", id="only-slashes"),
+    pytest.param("", id="empty"),
+    pytest.param("/api", id="api-root"),
+    pytest.param("/api/svc/v1", id="control-plane"),
+    pytest.param("/api/other", id="under-api"),
+    pytest.param("/__admin", id="admin"),
+    pytest.param("/__admin/gateway", id="under-admin"),
+    pytest.param("/docs", id="docs"),
+    pytest.param("/docs/gateway", id="under-docs"),
+    pytest.param("/openapi.json", id="control-plane-spec"),
+]
+# Gateway prefixes no route could hold.
+MALFORMED_PREFIXES = [
+    pytest.param("/llm//v1", id="empty-segment"),
+    pytest.param("/{tenant}", id="route-parameter"),
+    pytest.param("/llm%20v1", id="percent-escape"),
+    pytest.param("/llm/../v1", id="dot-dot"),
+]
+
+
+@pytest.mark.parametrize("prefix", ON_A_PATH)
 def test_gateway_prefix_on_a_path_of_the_mock_exits_2_with_one_line(prefix: str):
     status, line = refused("--port", "0", "--gateway-prefix", prefix)
     assert status == 2
     assert line.startswith(f"platform-mock: --gateway-prefix {prefix!r}: ")
 
 
-@pytest.mark.parametrize(
-    "prefix",
-    [
-        pytest.param("/llm//v1", id="empty-segment"),
-        pytest.param("/{tenant}", id="route-parameter"),
-        pytest.param("/llm%20v1", id="percent-escape"),
-        pytest.param("/llm/../v1", id="dot-dot"),
-    ],
-)
+@pytest.mark.parametrize("prefix", MALFORMED_PREFIXES)
 def test_malformed_gateway_prefix_exits_2_with_one_line(prefix: str):
     status, line = refused("--port", "0", "--gateway-prefix", prefix)
     assert status == 2
@@ -574,14 +574,7 @@ def test_a_reader_gone_ends_the_command_quietly(arguments: list[str]):
     assert said == b""
 
 
-@pytest.mark.parametrize(
-    "prefix",
-    [
-        pytest.param("/", id="root"),
-        pytest.param("/api/svc/v1", id="control-plane"),
-        pytest.param("/{tenant}", id="route-parameter"),
-    ],
-)
+@pytest.mark.parametrize("prefix", [*ON_A_PATH, *MALFORMED_PREFIXES])
 def test_a_mock_configured_in_code_refuses_the_prefixes_the_command_line_does(prefix: str):
     with pytest.raises(ValueError, match="gateway_prefix"):
         PlatformMock(MockConfig(gateway_prefix=prefix))
