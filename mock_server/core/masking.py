@@ -223,11 +223,19 @@ def masked_text(text: str, credentials: Iterable[str] = ()) -> str:
     if text in _PLAIN or not _hinted(text):
         return text
     shown = _ASSIGNMENT.sub(_assigned, _SCHEME.sub(_scheme, _TOKEN.sub(HIDDEN, text)))
-    if shown == text and len(text) < SHORT:
-        if len(_PLAIN) >= _PLAIN_TEXTS:
-            _PLAIN.clear()
-        _PLAIN[text] = None
+    if shown == text:
+        _remember(_PLAIN, (text,))
     return shown
+
+
+def _remember(memo: dict[str, None], texts: Iterable[str]) -> None:
+    """Keep the short texts (fewer than SHORT characters) in a memo of at most _PLAIN_TEXTS,
+    forgotten all at once when full: whatever a client sends, a few hundred KiB."""
+    for text in texts:
+        if len(text) < SHORT:
+            if len(memo) >= _PLAIN_TEXTS:
+                memo.clear()
+            memo[text] = None
 
 
 def _scheme(found: re.Match[str]) -> str:
@@ -331,11 +339,7 @@ def might_hold_any(texts: Sequence[str], credentials: Iterable[str] = ()) -> boo
         return False
     if _hinted("\n".join(unknown)):
         return True
-    if len(_UNHINTED) + len(unknown) > _PLAIN_TEXTS:
-        _UNHINTED.clear()
-    for text in unknown:
-        if len(text) < SHORT:
-            _UNHINTED[text] = None
+    _remember(_UNHINTED, unknown)
     return False
 
 
