@@ -270,6 +270,20 @@ def test_a_repeated_test_header_names_the_test_by_its_first(api, mock):
     assert entry.test == "first test"
 
 
+def test_a_test_name_holding_the_callers_token_is_journaled_hidden(api, mock, token):
+    api.get(TOKENS, headers={TEST_HEADER: f"lists tokens token={token}"})
+    (entry,) = mock.journal
+    assert entry.test is not None and token not in entry.test
+    assert token not in json.dumps(entry.to_dict())
+
+
+def test_a_described_request_holds_no_character_a_terminal_acts_on(api, mock):
+    api.get(TOKENS, params={"note": "a\x1b[31m\r\nb\u202e"})
+    (entry,) = mock.journal
+    described = entry.describe()
+    assert not any(c in described for c in "\x1b\r\n\u202e")
+
+
 def test_a_test_name_past_its_bound_is_cut(api, mock):
     api.get(TOKENS, headers={TEST_HEADER: "t" * (MAX_TEST_NAME + 10)})
     (entry,) = mock.journal

@@ -298,3 +298,9 @@ def test_a_clients_control_characters_cannot_forge_a_line_or_drive_the_terminal(
 def test_a_request_with_no_answer_says_whether_a_fault_dropped_it(dropped: bool, shown: str):
     line = RequestLine("GET", "/api/svc/v1/x", "", None, "op", 1.0, "-", dropped=dropped)
     assert shown in render_text(line, colour=False)
+
+
+def test_a_method_holding_a_line_feed_or_an_escape_stays_on_its_line_inert():
+    line = RequestLine("GET\nFORGED\x1b[31m", "/api/svc/v1/x", "", 405, None, 1.0, "-")
+    text = render_text(line, colour=False)
+    assert "\n" not in text and "\x1b" not in text

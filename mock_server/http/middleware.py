@@ -65,7 +65,11 @@ async def journaled(
     # even if the test ends before the request does).
     # Read once, for the test's name, the caller's credentials and the entry.
     sent = request_headers(scope["headers"])
+    credentials = masking.credentials_of(sent)
+    # A name the client sent, shown as every output shows its texts (a test's own name,
+    # the mock's label, is matched by the plugin as it is).
     named = _first_test_name(scope["headers"]) if _TEST_KEY in sent else ""
+    named = masking.masked_text(named, credentials) if named else ""
     label = named or journal.label
     expected = journal.expecting and label == journal.label
     recorded = False
@@ -99,7 +103,7 @@ async def journaled(
             response_headers=response_headers,
             raw_response=bytes(response),
             response_bytes=response_bytes,
-            credentials=masking.credentials_of(sent),
+            credentials=credentials,
         )
         journal.record(entry)  # which its readers (report, live view, request log) read
 

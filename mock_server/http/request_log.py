@@ -216,7 +216,7 @@ def render_text(line: RequestLine, *, colour: bool, clock: str = "") -> str:
     answered = _MAGENTA if line.fault else _status_colour(line.status)
     parts = [paint(_DIM, clock)] if clock else []
     parts += [
-        paint(_BOLD, line.method),
+        paint(_BOLD, _printable(line.method)),
         target,
         paint(answered, status),
         paint(_CYAN, line.operation_id or "-"),

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, TypedDict
 import orjson
 
 from mock_server.contract.documents import as_text
-from mock_server.core import camel, errors, masking
+from mock_server.core import camel, errors, escape, masking
 from mock_server.core.choices import JOURNAL_BUDGET_MIB
 from mock_server.core.errors import Violation
 from mock_server.core.jsonvalue import JsonValue
@@ -295,7 +295,9 @@ class Entry:
         target = f"{self.path}?{query}" if query else self.path
         outcome = "dropped" if self.status is None else str(self.status)
         code = f" code {self.code}" if self.code else ""
-        return f"#{self.seq} {self.method} {target} -> {outcome}{code} [{self.operation_id}]"
+        # Printed in a failed assertion, on a terminal: nothing a client sent may act on it.
+        line = f"#{self.seq} {self.method} {target} -> {outcome}{code} [{self.operation_id}]"
+        return escape.text(line)
 
     @classmethod
     def from_dict(cls, found: EntryWire) -> Entry:
