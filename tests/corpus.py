@@ -52,6 +52,41 @@ MASKING = {
 }
 CORPUS = {**ESCAPING, **MASKING}
 OWN_CREDENTIAL = "opaque-SEKRIT-own-credential-0042"
+# A caller's own credential in other shapes, each sent again as a client could: its request's
+# headers, then a path (with its query) on the control plane and the JSON body it posts there.
+STAGE, TOKEN = "/artifact-versions/stage", "/personal-access-tokens/ci"
+OWN_CREDENTIAL_SHAPES: dict[str, tuple[dict[str, str], str, str | None]] = {
+    "json-escapes-in-a-body": (
+        {"Authorization": "Bearer opaque/SEKRIT/escaped-0042"}, STAGE,
+        '{"note": "\\u006fpaque\\/SEKRIT\\/escaped-0042"}',
+    ),
+    "basic-padding-as-a-query-key": (
+        {"Authorization": "Basic dXNlcjpSEKRITcGFzcw=="}, f"{TOKEN}?dXNlcjpSEKRITcGFzcw==", None,
+    ),
+    "plus-in-a-query-value": (
+        {"Authorization": "Bearer opaque+SEKRIT+plus-0042"},
+        f"{TOKEN}?note=opaque+SEKRIT+plus-0042", None,
+    ),
+    "token-scheme": (
+        {"Authorization": "Token opaque-SEKRIT-token-0042"},
+        f"{TOKEN}?note=opaque-SEKRIT-token-0042", None,
+    ),
+    "tab-after-bearer": (
+        {"Authorization": "Bearer\topaque-SEKRIT-tab-0042"}, f"{TOKEN}?note=opaque-SEKRIT-tab-0042",
+        None,
+    ),
+    "nameless-cookie": (
+        {"Cookie": "opaque-SEKRIT-cookie-0042"}, f"{TOKEN}?note=opaque-SEKRIT-cookie-0042", None,
+    ),
+    "quoted-cookie": (
+        {"Cookie": 'session="opaque-SEKRIT-quoted-0042"'},
+        f"{TOKEN}?note=opaque-SEKRIT-quoted-0042", None,
+    ),
+    "in-a-header-name": (
+        {"Authorization": "Bearer Opaque-SEKRIT-Name-0042", "X-Opaque-SEKRIT-Name-0042": "1"},
+        TOKEN, None,
+    ),
+}  # fmt: skip
 CREDENTIAL_FIELDS = (
     "password",
     "token",
@@ -89,5 +124,6 @@ def unescaped(text: str, *, meant: re.Pattern[str] | None = None) -> list[str]:
 
 
 def unmasked(text: str) -> list[str]:
-    """The lines of an output that break the masking rule: one holding a credential."""
-    return [line[:160] for line in text.split("\n") if SECRET in line]
+    """The lines of an output that break the masking rule: one holding a credential (in any
+    case: a header's name is kept lower-cased)."""
+    return [line[:160] for line in text.split("\n") if SECRET.lower() in line.lower()]

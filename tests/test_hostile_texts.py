@@ -52,6 +52,7 @@ from tests.corpus import (
     ESCAPING,
     MARK,
     OWN_CREDENTIAL,
+    OWN_CREDENTIAL_SHAPES,
     field_secret,
     unescaped,
     unmasked,
@@ -246,6 +247,17 @@ def test_own_credential():
     own.post("/artifact-versions/stage", json={{"note": OWN}}, headers={{"Prefer": "code=" + OWN}})
 
 
+@pytest.mark.parametrize(("headers", "path", "body"), [
+    pytest.param(*shape, id=name) for name, shape in {shapes!r}.items()
+])
+def test_own_credential_in_other_shapes(headers, path, body):
+    with httpx.Client(base_url=API, headers=headers) as shaped:
+        if body is None:
+            shaped.get(path)
+        else:
+            shaped.post(path, content=body, headers={{"Content-Type": "application/json"}})
+
+
 def _json(path, **params):
     answer = admin.get(path, params=params)
     assert answer.status_code == 200, answer.text
@@ -281,7 +293,13 @@ def test_zz_read_the_admin_api():
 def ci_run(path: Path, log_format: str) -> Outputs:
     path.mkdir()
     (path / "test_hostile.py").write_text(
-        SUITE.format(corpus=CORPUS, own=OWN_CREDENTIAL, fields=FIELD_SECRETS, deadline=DEADLINE)
+        SUITE.format(
+            corpus=CORPUS,
+            own=OWN_CREDENTIAL,
+            shapes=OWN_CREDENTIAL_SHAPES,
+            fields=FIELD_SECRETS,
+            deadline=DEADLINE,
+        )
     )
     (path / "hostile.yaml").write_text(yaml.safe_dump(hostile_fixture()))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PLATFORM_MOCK"))}
@@ -368,6 +386,8 @@ def test_every_credential_reached_the_outputs_of_a_run_hidden(ran: Outputs):
     for name in ("admin journal", "admin opened", "admin records", "contract-report.json"):
         assert "<hidden>" in ran[name], name
     assert "hostile-request" in ran["admin records"] and "hostile-fixture" in ran["admin records"]
+    sent = ran["admin journal"].count("test_own_credential_in_other_shapes[")
+    assert sent == len(OWN_CREDENTIAL_SHAPES)
 
 
 @pytest.mark.parametrize("output", RUN_OUTPUTS)

@@ -172,12 +172,37 @@ def test_a_field_named_an_auth_key_is_hidden(name: str):
     [
         pytest.param(
             {"authorization": "Bearer first-credential, Bearer second-credential"},
-            ("first-credential", "second-credential"), id="authorization-sent-twice",
+            ("second-credential", "first-credential"), id="authorization-sent-twice",
+        ),
+        pytest.param(
+            {"authorization": "Token opaque-value-1234"},
+            ("Token opaque-value-1234", "opaque-value-1234"), id="any-scheme",
+        ),
+        pytest.param(
+            {"authorization": "Bearer\topaque-value-1234"}, ("opaque-value-1234",),
+            id="tab-after-the-scheme",
+        ),
+        pytest.param(
+            {"authorization": "Basic dXNlcjpwYXNzd29yZA=="},
+            ("dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA"), id="padding-read-as-a-query-key",
+        ),
+        pytest.param(
+            {"authorization": "Bearer opaque+value%2F1234"},
+            ("opaque+value%2F1234", "opaque value/1234"), id="as-a-query-reads-it",
+        ),
+        pytest.param(
+            {"authorization": "Bearer opaque-value-1234&page=second-part"},
+            ("opaque-value-1234&page=second-part", "opaque-value-1234", "second-part"),
+            id="pairs-of-a-query",
         ),
         pytest.param({"x-functions-key": "opaque-value-1234"}, ("opaque-value-1234",), id="key"),
         pytest.param(
             {"cookie": "theme=dark; session=session-value-1"}, ("session-value-1",), id="cookie",
         ),
+        pytest.param(
+            {"cookie": 'session="session-value-1"'}, ("session-value-1",), id="quoted-cookie",
+        ),
+        pytest.param({"cookie": "session-value-1"}, ("session-value-1",), id="nameless-cookie"),
         pytest.param({"content-type": "application/json"}, (), id="no-credential-header"),
     ],
 )  # fmt: skip
@@ -185,6 +210,11 @@ def test_the_callers_own_credentials_are_read_from_each_credential_header(
     headers: dict[str, str], expected: tuple[str, ...]
 ):
     assert credentials_of(headers) == expected
+
+
+@pytest.mark.parametrize("case", [str.lower, str.upper], ids=["lower-cased", "upper-cased"])
+def test_a_jwt_whose_case_was_changed_is_still_known_by_its_shape(case):
+    assert masked_text(f"x-{case(JWT)}") == f"x-{H}"
 
 
 def test_a_credential_too_short_to_be_told_from_a_word_is_not_hidden_everywhere():

@@ -230,6 +230,23 @@ def test_admin_requests_are_logged_at_debug():
     assert re.search(r" POST /__admin/faults 201 adminAddFault ", output), output
 
 
+OWN = "opaque-SEKRIT-own-credential-0042"
+
+
+def own_credential_sent_again(urls: Urls) -> None:
+    """The caller's own credential sent again in the path and the query of a request to the
+    admin API and to the docs, which are logged at debug."""
+    own = {"Authorization": f"Bearer {OWN}"}
+    for base in (urls.admin, urls.control.removesuffix("/api/svc/v1") + "/docs"):
+        httpx.get(f"{base}/{OWN}", params={"note": OWN}, headers=own)
+
+
+def test_a_line_at_debug_hides_the_callers_own_credential_in_its_path_and_query():
+    output = session("--log-level", "debug", requests=own_credential_sent_again)
+    assert output.count("<hidden>?note=<hidden>") == 2, output
+    assert "SEKRIT" not in output
+
+
 def only_a_success(urls: Urls) -> None:
     response = httpx.get(
         urls.control + TOKEN_PATH, headers={"Authorization": f"Bearer {urls.token}"}

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -62,10 +63,11 @@ _CREDENTIAL_NAME = re.compile(
 # Lists whose items each hold a secret in `value`.
 _SECRET_LISTS = frozenset({"secrets", "build_secrets", "buildSecrets"})
 
-# Credentials known by their shape: a JWT (its header is a JSON object, `{"` is `eyJ`), a
-# JWE or JWS of any number of parts, and keys known by their prefix.
+# Credentials known by their shape: a JWT (its header is a JSON object, `{"` is `eyJ`; as it
+# is, lower-cased as a header's name is kept, or upper-cased), a JWE or JWS of any number of
+# parts, and keys known by their prefix.
 _TOKEN = re.compile(
-    r"eyJ[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*){2,4}"
+    r"(?:eyJ|eyj|EYJ)[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*){2,4}"
     r"|\btfy_[A-Za-z0-9_-]+"
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
     r"|\bsk-[A-Za-z0-9_-]{20,}"
@@ -162,21 +164,45 @@ def _named_for_a_credential(name: str) -> bool:
 def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
     """The caller's own credentials in its request's headers, to hide wherever they appear:
     of each header whose name says it holds one (`Authorization`, `X-Api-Key`,
-    `Ocp-Apim-Subscription-Key`, `X-Auth`, ...), the credential of each authorization scheme
-    (`Bearer VALUE`) or the whole value, each of a header sent twice (joined by `, `) apart;
-    none shorter than MIN_CREDENTIAL (it could be a word)."""
+    `Ocp-Apim-Subscription-Key`, `X-Auth`, ...), the value, each of a header sent twice
+    (joined by `, `) apart, and the credential after a scheme's name (`Bearer VALUE`, `Token
+    VALUE`: any word, then spaces or tabs); of a cookie, each cookie's value (a quoted one
+    unquoted, a nameless one whole). Each is given too as a parsed query would show what a
+    client sent of it in a query (`+` read as a space, `%` escapes read, its parts between
+    `=` and `&` apart). The longest first; none shorter than MIN_CREDENTIAL (it could be a
+    word)."""
     found: list[str] = []
     for name, value in headers.items():
         if not holds_credential(name):
             continue
-        if name.lower() == "cookie":  # `a=1; session=VALUE`: each cookie's value
-            found += [c.partition("=")[2].strip() for c in value.split(";")]
+        if name.lower() == "cookie":  # `a=1; session=VALUE; "VALUE"`: each cookie's value
+            for cookie in value.split(";"):
+                named, _, given = cookie.partition("=")
+                found.append((given if _ else named).strip().strip('"'))
             continue
         for sent in value.split(","):
-            scheme, _, credential = sent.strip().partition(" ")
-            credential = credential.strip() if scheme.lower() in ("bearer", "basic") else sent
-            found.append(credential.strip())
-    return tuple(dict.fromkeys(c for c in found if len(c) >= MIN_CREDENTIAL))
+            scheme = _SCHEME_NAME.match(sent)
+            if scheme:
+                found.append(sent[scheme.end() :].strip())
+            if not scheme or scheme[0].strip().lower() not in ("bearer", "basic"):
+                found.append(sent.strip())  # a value with a space in it, `Bearer`'s aside
+    found += [form for credential in found for form in _query_forms(credential)]
+    kept = {c for c in found if len(c) >= MIN_CREDENTIAL}
+    return tuple(sorted(kept, key=lambda c: (-len(c), c)))
+
+
+# A scheme's name before a credential in an authorization header (`Bearer `, `Token\t`).
+_SCHEME_NAME = re.compile(r"\s*[A-Za-z][A-Za-z0-9_-]*[ \t]+(?=\S)")
+
+
+def _query_forms(credential: str) -> list[str]:
+    # What a query's parse makes of a credential sent in a query as it is: `+` read as a
+    # space, `%41` as `A`, and a key and a value at each `=` (a Basic credential's padding:
+    # `?dXNlcjpw==`) or pairs at each `&`.
+    if not any(char in credential for char in "+%=&"):
+        return []
+    read = urllib.parse.unquote_plus(credential)
+    return [read, *re.split(r"[=&]+", credential), *re.split(r"[=&]+", read)]
 
 
 # How deep a value is read for assignments within it (`"note": "token=..."` is 2): text built
@@ -215,6 +241,17 @@ def without(text: str, credentials: Iterable[str]) -> str:
         if credential in text:
             text = text.replace(credential, HIDDEN)
     return text
+
+
+def without_in(value: Any, credentials: tuple[str, ...]) -> Any:
+    """A JSON value with each of `credentials` hidden in its texts and keys (`without`)."""
+    if isinstance(value, str):
+        return without(value, credentials)
+    if isinstance(value, dict):
+        return {without_in(k, credentials): without_in(v, credentials) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_in(item, credentials) for item in value]
+    return value
 
 
 def masked_text(text: str, credentials: Iterable[str] = ()) -> str:

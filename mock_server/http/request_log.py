@@ -39,7 +39,7 @@ from mock_server.core.choices import LOG_FORMATS
 from mock_server.core.errors import Violation
 from mock_server.http.scope import operation_id
 from mock_server.services.exchange import exchange
-from mock_server.services.journal import Entry
+from mock_server.services.journal import Entry, request_headers
 
 LOGGER_NAME = "platform_mock.requests"
 logger = logging.getLogger(LOGGER_NAME)
@@ -157,12 +157,15 @@ async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> No
     try:
         return await app(scope, receive, send_)
     finally:
+        # As the journal shows a request: the caller's own credential hidden too.
+        credentials = masking.credentials_of(request_headers(scope["headers"]))
+        query = scope.get("query_string", b"").decode("latin-1")
         _emit(
             logging.DEBUG,
             RequestLine(
                 method=scope["method"],
-                path=scope["path"],
-                query=masking.masked_text(scope.get("query_string", b"").decode("latin-1")),
+                path=masking.masked_text(scope["path"], credentials),
+                query=masking.masked_text(query, credentials),
                 status=status,
                 operation_id=operation_id(scope),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),

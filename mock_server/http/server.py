@@ -131,8 +131,9 @@ def uvicorn_config(
         # No WebSocket is served: an upgrade is answered as the plain HTTP request it also is
         # (uvicorn's WebSocket protocol would answer 500 to an app that never accepts one).
         ws="none",
-        # The request log (`mock_server.http.request_log`) says more; uvicorn's only at debug.
-        access_log=log_level == "debug",
+        # None of uvicorn's: the request log (`mock_server.http.request_log`) says more, and
+        # hides what the masking rule hides, which uvicorn's would print as it came.
+        access_log=False,
         **options,
     )
     # After the Config, which sets up uvicorn's loggers; a logger keeps one copy of a filter.

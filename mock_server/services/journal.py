@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, TypedDict
 import orjson
 
 from mock_server.contract.documents import as_text
+from mock_server.contract.validation import MAX_DEPTH, depth
 from mock_server.core import camel, errors, escape, masking
 from mock_server.core.choices import JOURNAL_BUDGET_MIB
 from mock_server.core.errors import Violation
@@ -573,20 +574,41 @@ def hidden_in(raw: bytes) -> tuple[str, ...]:
     """The values a JSON body holds under a credential's name (`masking.hidden_values`)."""
     if not raw or not masking.might_hold(raw):
         return ()
-    try:
-        parsed = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    parsed = _json_of(raw)
+    if parsed is NOT_JSON:
         return ()
     return tuple(sorted(masking.hidden_values(parsed), key=len, reverse=True))
 
 
+NOT_JSON = object()
+
+
+def _json_of(raw: bytes) -> object:
+    """A body read as the JSON the journal shows as JSON, or NOT_JSON: not JSON, or nested
+    deeper than the contract reads (`MAX_DEPTH`), which is shown as text (the rule's reads of
+    a value, and orjson's writing it again, would pass Python's or orjson's limits)."""
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return NOT_JSON
+    return parsed if depth(parsed) <= MAX_DEPTH else NOT_JSON
+
+
 def _without(raw: bytes, credentials: tuple[str, ...]) -> bytes:
-    """The bytes with each of the caller's credentials hidden."""
+    """The bytes with each of the caller's credentials hidden: as they are, and in a JSON
+    body that writes one with escapes (`\\u0041`, `\\/`), which every output shows read
+    (that body is written again, the value it holds unchanged but for the credential)."""
     for credential in credentials:
         found = credential.encode()
         if found in raw:
             raw = raw.replace(found, masking.HIDDEN.encode())
-    return raw
+    if not credentials or b"\\" not in raw:
+        return raw
+    parsed = _json_of(raw)
+    if parsed is NOT_JSON:
+        return raw  # shown as text, its escapes as they are
+    shown = masking.without_in(parsed, credentials)
+    return raw if shown == parsed else orjson.dumps(shown)
 
 
 def _headers_without(headers: dict[str, str], credentials: tuple[str, ...]) -> dict[str, str]:
@@ -596,9 +618,11 @@ def _headers_without(headers: dict[str, str], credentials: tuple[str, ...]) -> d
     if not credentials:
         return headers
     shown: dict[str, str] = {}
+    # A name is kept lower-cased: so is the credential sought in it.
+    in_names = tuple(dict.fromkeys([*credentials, *(c.lower() for c in credentials)]))
     for name, value in headers.items():
-        if any(credential in name for credential in credentials):
-            shown.update(masking.headers({name: value}, credentials))
+        if any(credential in name for credential in in_names):
+            shown.update(masking.headers({name: value}, in_names))
         else:
             shown[name] = masking.without(value, credentials)
     return shown
@@ -612,9 +636,8 @@ def mask_body(raw: bytes, credentials: tuple[str, ...] = ()) -> bytes:
         return raw
     if not masking.might_hold(raw) and not any(c.encode() in raw for c in credentials):
         return raw
-    try:
-        parsed = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    parsed = _json_of(raw)
+    if parsed is NOT_JSON:
         text = raw.decode("utf-8", errors="replace")
         shown = masking.masked_text(text, credentials)
         return raw if shown == text else shown.encode("utf-8")
@@ -632,7 +655,7 @@ def read_body(raw: bytes) -> JsonValue:
         orjson.dumps(parsed)
     except (ValueError, RecursionError, TypeError):
         return text
-    return parsed
+    return parsed if depth(parsed) <= MAX_DEPTH else text
 
 
 def request_params(query: dict[str, list[str]], path_params: dict[str, str]) -> Params:
