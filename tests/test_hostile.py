@@ -213,6 +213,33 @@ def test_requests_of_every_kind_look_things_up_by_index(pat, store, api, gateway
     assert [call.status_code for call in calls] == [200] * len(calls)
 
 
+# Texts the masking rule reads, each a run it once tried from every character: a path of
+# 16,000 (the most a target may hold) held every request for 20 seconds; a body's 60,000
+# would be minutes. Each is answered well within the wait of one request.
+def _runs(length: int) -> list[Any]:
+    return [
+        pytest.param("token" + "a" * length, id="a-word-the-rule-seeks-then-a-run"),
+        pytest.param("eyJ" * (length // 3), id="jwt-starts-with-no-dot"),
+        pytest.param("token-" + "a1" * (length // 2), id="a-run-of-letters-and-digits"),
+    ]
+
+
+@pytest.mark.platform_mock(expect_violations=True)
+@pytest.mark.parametrize("text", _runs(16_000))
+def test_a_long_run_in_a_path_is_masked_without_holding_the_server(anonymous, text):
+    answered = anonymous.get(f"{CONTROL_PLANE}/jobs/{text}/runs", timeout=budget(4))
+    assert answered.status_code == 401
+
+
+@pytest.mark.platform_mock(expect_violations=True)
+@pytest.mark.parametrize("text", _runs(60_000))
+def test_a_long_run_in_a_body_is_masked_and_read_back_without_holding_the_server(api, admin, text):
+    sent = api.post("/artifact-versions/stage", json={"note": text}, timeout=budget(10))
+    assert sent.status_code == 400
+    journal = admin.get("/journal", timeout=budget(10))
+    assert journal.status_code == 200
+
+
 def test_a_token_is_found_by_its_id_among_many(api, store, server):
     alice = store.identity.caller(*_ids(store.identity.default_user()))
     for n in range(2000):
