@@ -26,6 +26,7 @@ ESCAPING = {
     "legacy-command": "##[error]ZQJ",
     "azure-set-variable": "##vso[task.setvariable variable=ZQJ]1",
     "azure-any-case": "x ##VsO[task.complete result=Failed]ZQJ",
+    "teamcity-service-message": "x ##teamcity[setParameter name='env.ZQJ' value='1']",
     "osc-title": "\x1b]0;ZQJ\x07",
     "csi-colour": "\x1b[31mZQJ\x1b[0m",
     "c1-csi": "\x9b31mZQJ",
@@ -59,6 +60,17 @@ OWN_CREDENTIAL_SHAPES: dict[str, tuple[dict[str, str], str, str | None]] = {
     "json-escapes-in-a-body": (
         {"Authorization": "Bearer opaque/SEKRIT/escaped-0042"}, STAGE,
         '{"note": "\\u006fpaque\\/SEKRIT\\/escaped-0042"}',
+    ),
+    "json-escapes-in-a-body-that-is-not-json": (
+        {"Authorization": "Bearer opaque-SEKRIT-not-json-0042"}, STAGE,
+        '{"note": "opaque\\u002dSEKRIT-not-json-0042",}',
+    ),
+    "basic-password-in-a-query": (
+        {"Authorization": "Basic YWxpY2U6U0VLUklULXBhc3N3b3Jk"},  # alice:SEKRIT-password
+        f"{TOKEN}?note=SEKRIT-password", None,
+    ),
+    "a-key-with-a-comma": (
+        {"X-Api-Key": "SEKRIT1,opaque2"}, f"{TOKEN}?note=SEKRIT1,opaque2", None,
     ),
     "basic-padding-as-a-query-key": (
         {"Authorization": "Basic dXNlcjpSEKRITcGFzcw=="}, f"{TOKEN}?dXNlcjpSEKRITcGFzcw==", None,
@@ -104,8 +116,8 @@ def field_secret(field: str) -> str:
     return f"{SECRET}-{field}-value"
 
 
-# What a workflow command of GitHub or Azure Pipelines needs to be one.
-_COMMAND = re.compile(r"##\[|##vso\[", re.IGNORECASE)
+# What a workflow command of GitHub, Azure Pipelines or TeamCity needs to be one.
+_COMMAND = re.compile(r"##\[|##vso\[|##teamcity\[", re.IGNORECASE)
 
 
 def unescaped(text: str, *, meant: re.Pattern[str] | None = None) -> list[str]:

@@ -13,9 +13,15 @@ import pytest
 
 import mock_server
 from mock_server.core import errors, masking
-from mock_server.core.masking import HIDDEN, credentials_of, masked, masked_text
+from mock_server.core.masking import (
+    HIDDEN,
+    MAX_CREDENTIALS,
+    credentials_of,
+    masked,
+    masked_text,
+)
 from mock_server.proxy.recording import Recorder
-from mock_server.services.journal import Entry, Journal
+from mock_server.services.journal import BODY_LIMIT, Entry, Journal
 from tests.corpus import JWT, MASKING, OWN_CREDENTIAL, SECRET
 
 H = HIDDEN
@@ -184,7 +190,15 @@ def test_a_field_named_an_auth_key_is_hidden(name: str):
         ),
         pytest.param(
             {"authorization": "Basic dXNlcjpwYXNzd29yZA=="},
-            ("dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA"), id="padding-read-as-a-query-key",
+            ("dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA", "user:password", "password"),
+            id="basic-read-as-a-query-key-and-decoded",
+        ),
+        pytest.param(
+            {"x-api-key": "opaque,value"}, ("opaque,value",), id="a-key-with-a-comma-in-it",
+        ),
+        pytest.param(
+            {"x-api-key": "opaque-valué".encode().decode("latin-1")},
+            ("opaque-valuÃ©", "opaque-valué"), id="not-ascii-read-as-utf-8",
         ),
         pytest.param(
             {"authorization": "Bearer opaque+value%2F1234"},
@@ -275,6 +289,31 @@ def test_the_request_headers_are_shown_masked_when_first_read():
     journal.record(_entry(raw_headers=sent, credentials=credentials_of(sent)))
     (kept,) = list(journal)
     assert kept.headers == {"authorization": "<hidden>", "x-api-key": "<hidden>"}
+
+
+def test_a_body_cut_in_the_middle_of_the_callers_credential_shows_none_of_it():
+    journal = Journal()
+    cut = (b"x" * (BODY_LIMIT - 10) + OWN_CREDENTIAL.encode())[:BODY_LIMIT]
+    sent = {"authorization": f"Bearer {OWN_CREDENTIAL}"}
+    journal.record(_entry(raw_body=cut, credentials=credentials_of(sent)))
+    (kept,) = list(journal)
+    assert kept.shown_body.endswith(b"x" + H.encode())
+
+
+def test_a_body_not_json_writing_the_callers_credential_with_escapes_shows_none_of_it():
+    journal = Journal()
+    escaped = OWN_CREDENTIAL.replace("-", "\\u002d")
+    sent = {"authorization": f"Bearer {OWN_CREDENTIAL}"}
+    body = f'{{"note": "{escaped}", "other": "a\\nb",}}'.encode()  # a trailing comma
+    journal.record(_entry(raw_body=body, credentials=credentials_of(sent)))
+    (kept,) = list(journal)
+    assert kept.body == f'{{"note": "{H}", "other": "a\\nb",}}'
+
+
+def test_a_request_holds_at_most_its_longest_credentials():
+    key = "=".join(f"part-{index:04}" for index in range(6_500))
+    found = credentials_of({"x-api-key": key})
+    assert (len(found), found[0]) == (MAX_CREDENTIALS, key)
 
 
 def test_the_journal_keeps_a_body_without_credentials_as_it_came():

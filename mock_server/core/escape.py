@@ -6,15 +6,16 @@ feed would start a line of the mock's output that the mock did not write (`::add
 or `::stop-commands::...`, which GitHub's runner obeys at the start of a line), an escape
 sequence would drive the reader's terminal, a bidi control or a zero-width character would
 make a line read other than it is, and a workflow command found anywhere in a line
-(GitHub's `##[error]`, Azure Pipelines' `##vso[task.setvariable ...]`) would act on CI.
+(GitHub's `##[error]`, Azure Pipelines' `##vso[task.setvariable ...]`, TeamCity's
+`##teamcity[setParameter ...]`) would act on CI.
 
 What is escaped is defined by Unicode's general categories, not by a list: every character
 of category Cc (control: C0, DEL, C1 with U+0085, which YAML reads as a line break), Cf
 (format: bidi controls, zero-width space and joiner, the byte order mark, tag characters),
 Zl and Zp (the line and paragraph separators) and Cs (surrogates), and the two
 noncharacters XML 1.0 cannot hold even escaped (U+FFFE, U+FFFF). Workflow commands are
-defused: GitHub's `##[` and Azure's `##vso[` (in any case) anywhere in a line, and a `::`
-that would open one.
+defused: GitHub's `##[`, Azure's `##vso[` and TeamCity's `##teamcity[` (in any case)
+anywhere in a line, and a `::` that would open one.
 
 Every such text leaves the process through one of these functions, each for one kind of sink:
 
@@ -48,8 +49,11 @@ CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 ALSO = frozenset({"\x85", "\ufffe", "\uffff"})
 # Runs of what is not printable ASCII: only these are looked at, one character at a time.
 _NOT_ASCII_PRINTABLE = re.compile(r"[^\x20-\x7e]+")
-# A workflow command found anywhere in a line: GitHub's `##[...]`, Azure's `##vso[...]`.
-_ANYWHERE_COMMAND = re.compile(r"(?:(?<=##)|(?<=##[vV][sS][oO]))\[")
+# A workflow command found anywhere in a line: GitHub's `##[...]`, Azure's `##vso[...]`,
+# TeamCity's service messages (`##teamcity[...]`), in any case.
+_ANYWHERE_COMMAND = re.compile(
+    r"(?:(?<=##)|(?<=##[vV][sS][oO])|(?<=##[tT][eE][aA][mM][cC][iI][tT][yY]))\["
+)
 # A workflow command of GitHub is a line that, leading blanks aside, starts with `::`.
 _LEADING_COMMAND = re.compile(r"^(\s*):(?=:)")
 

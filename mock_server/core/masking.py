@@ -33,6 +33,7 @@ only mention a credential (`token_type`, `tokenId`, `max_tokens`); an empty valu
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
 import urllib.parse
@@ -186,15 +187,46 @@ def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
                 named, _, given = cookie.partition("=")
                 found.append((given if _ else named).strip().strip('"'))
             continue
-        for sent in value.split(","):
+        pieces = value.split(",")
+        for sent in pieces:
             scheme = _SCHEME_NAME.match(sent)
+            named = scheme[0].strip().lower() if scheme else ""
             if scheme:
                 found.append(sent[scheme.end() :].strip())
-            if not scheme or scheme[0].strip().lower() not in ("bearer", "basic"):
+            if named == "basic":  # `user:password`, and the password
+                found += _basic_credentials(sent[scheme.end() :].strip() if scheme else "")
+            if named not in ("bearer", "basic"):
                 found.append(sent.strip())  # a value with a space in it, `Bearer`'s aside
+        if len(pieces) > 1 and not _SCHEME_NAME.match(value):
+            found.append(value.strip())  # a key with a comma in it (`ab,cd`)
     found += [form for credential in found for form in _query_forms(credential)]
-    kept = {c for c in found if len(c) >= MIN_CREDENTIAL}
-    return tuple(sorted(kept, key=lambda c: (-len(c), c)))
+    # A header's bytes are read as Latin-1, a query's and a body's as UTF-8.
+    found += [form for credential in found if (form := _as_utf8(credential))]
+    kept = sorted({c for c in found if len(c) >= MIN_CREDENTIAL}, key=lambda c: (-len(c), c))
+    return tuple(kept[:MAX_CREDENTIALS])
+
+
+# At most this many credentials of one request, the longest first: each is sought in every
+# text of its entry, and a header of 60 KB holding 6,500 parts between `=` would multiply
+# that search by thousands.
+MAX_CREDENTIALS = 32
+
+
+def _basic_credentials(encoded: str) -> list[str]:
+    try:
+        decoded = base64.b64decode(encoded, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return []
+    return [decoded, decoded.partition(":")[2]]
+
+
+def _as_utf8(credential: str) -> str | None:
+    if credential.isascii():
+        return None
+    try:
+        return credential.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return None
 
 
 # A scheme's name before a credential in an authorization header (`Bearer `, `Token\t`).

@@ -34,6 +34,7 @@ from typing import IO, TypedDict, cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mock_server.contract.parameters import query_pairs
 from mock_server.core import camel, escape, masking
 from mock_server.core.choices import LOG_FORMATS
 from mock_server.core.errors import Violation
@@ -157,9 +158,11 @@ async def logged(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> No
     try:
         return await app(scope, receive, send_)
     finally:
-        # As the journal shows a request: the caller's own credential hidden too.
+        # As the journal shows a request: its query read (`%41` as `A`), the caller's own
+        # credential hidden too.
         credentials = masking.credentials_of(request_headers(scope["headers"]))
-        query = scope.get("query_string", b"").decode("latin-1")
+        pairs = query_pairs(scope.get("query_string", b""))
+        query = "&".join(f"{key}={value}" for key, value in pairs)
         _emit(
             logging.DEBUG,
             RequestLine(

@@ -40,6 +40,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -602,13 +603,61 @@ def _without(raw: bytes, credentials: tuple[str, ...]) -> bytes:
         found = credential.encode()
         if found in raw:
             raw = raw.replace(found, masking.HIDDEN.encode())
+        if len(raw) >= BODY_LIMIT:  # cut at the limit: perhaps in the middle of one
+            raw = _without_cut(raw, found)
     if not credentials or b"\\" not in raw:
         return raw
     parsed = _json_of(raw)
-    if parsed is NOT_JSON:
-        return raw  # shown as text, its escapes as they are
+    if parsed is NOT_JSON:  # shown as text, its escapes as they are: each string read apart
+        text = raw.decode("utf-8", errors="surrogateescape")
+        hidden = _strings_without(text, credentials)
+        return raw if hidden == text else hidden.encode("utf-8", errors="surrogateescape")
     shown = masking.without_in(parsed, credentials)
     return raw if shown == parsed else orjson.dumps(shown)
+
+
+# What follows a JSON string's opening quote up to its end (its closing quote, a line's end
+# or the text's): characters and escapes, read whole.
+_STRING_BODY = re.compile(r'(?:[^"\\\n]|\\.)*+')
+
+
+def _strings_without(text: str, credentials: tuple[str, ...]) -> str:
+    """A text that is not JSON as a whole (a trailing comma, a body cut at its limit or
+    nested too deeply) with each of `credentials` hidden in its JSON strings as read (a
+    string writing one with escapes): one pass, from each string's end to the next quote."""
+    pieces: list[str] = []
+    shown = at = 0
+    while (start := text.find('"', at)) >= 0:
+        end = _STRING_BODY.match(text, start + 1).end()  # type: ignore[union-attr]
+        if text.startswith('"', end):
+            written = text[start : end + 1]
+            if "\\" in written:
+                hidden = _string_without(written, credentials)
+                if hidden != written:
+                    pieces += (text[shown:start], hidden)
+                    shown = end + 1
+            end += 1
+        at = end
+    return "".join((*pieces, text[shown:])) if pieces else text
+
+
+def _string_without(written: str, credentials: tuple[str, ...]) -> str:
+    try:
+        read = json.loads(written)
+    except ValueError:
+        return written
+    shown = masking.without(read, credentials)
+    return written if shown == read else json.dumps(shown, ensure_ascii=False)
+
+
+def _without_cut(raw: bytes, credential: bytes) -> bytes:
+    """The bytes with the beginning of `credential` they end with, if any, hidden."""
+    start = max(len(raw) - len(credential) + 1, 0)
+    while (start := raw.find(credential[:1], start)) >= 0:  # where that beginning may start
+        if credential.startswith(raw[start:]):
+            return raw[:start] + masking.HIDDEN.encode()
+        start += 1
+    return raw
 
 
 def _headers_without(headers: dict[str, str], credentials: tuple[str, ...]) -> dict[str, str]:
