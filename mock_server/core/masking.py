@@ -199,11 +199,17 @@ def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
                 found.append(sent.strip())  # a value with a space in it, `Bearer`'s aside
         if len(pieces) > 1 and not _SCHEME_NAME.match(value):
             found.append(value.strip())  # a key with a comma in it (`ab,cd`)
+    if len(found) == 1 and _PLAIN_CREDENTIAL.fullmatch(found[0]):  # a token, as most are
+        return (found[0],) if len(found[0]) >= MIN_CREDENTIAL else ()
     found += [form for credential in found for form in _query_forms(credential)]
     # A header's bytes are read as Latin-1, a query's and a body's as UTF-8.
     found += [form for credential in found if (form := _as_utf8(credential))]
     kept = sorted({c for c in found if len(c) >= MIN_CREDENTIAL}, key=lambda c: (-len(c), c))
     return tuple(kept[:MAX_CREDENTIALS])
+
+
+# A credential a query's parse and a reading as UTF-8 leave as it is.
+_PLAIN_CREDENTIAL = re.compile(r"[A-Za-z0-9._~/-]*")
 
 
 # At most this many credentials of one request, the longest first: each is sought in every
@@ -237,7 +243,7 @@ def _query_forms(credential: str) -> list[str]:
     # What a query's parse makes of a credential sent in a query as it is: `+` read as a
     # space, `%41` as `A`, and a key and a value at each `=` (a Basic credential's padding:
     # `?dXNlcjpw==`) or pairs at each `&`.
-    if not any(char in credential for char in "+%=&"):
+    if _PLAIN_CREDENTIAL.fullmatch(credential):
         return []
     read = urllib.parse.unquote_plus(credential)
     return [read, *re.split(r"[=&]+", credential), *re.split(r"[=&]+", read)]

@@ -668,10 +668,10 @@ def _headers_without(headers: dict[str, str], credentials: tuple[str, ...]) -> d
         return headers
     shown: dict[str, str] = {}
     # A name is kept lower-cased: so is the credential sought in it.
-    in_names = tuple(dict.fromkeys([*credentials, *(c.lower() for c in credentials)]))
+    lowered = [credential.lower() for credential in credentials]
     for name, value in headers.items():
-        if any(credential in name for credential in in_names):
-            shown.update(masking.headers({name: value}, in_names))
+        if any(credential in name for credential in lowered):
+            shown.update(masking.headers({name: value}, (*credentials, *lowered)))
         else:
             shown[name] = masking.without(value, credentials)
     return shown
