@@ -231,6 +231,19 @@ def test_a_jwt_whose_case_was_changed_is_still_known_by_its_shape(case):
     assert masked_text(f"x-{case(JWT)}") == f"x-{H}"
 
 
+@pytest.mark.parametrize(
+    "text", ["/files/heyjude.tar.gz", "host heyjoe.example.com", "MONKEYJUMP.EXAMPLE.COM"]
+)
+def test_a_dotted_name_holding_eyj_in_another_case_is_no_jwt(text):
+    assert masked_text(text) == text
+
+
+def test_the_callers_key_is_kept_among_many_cookies():
+    cookies = "; ".join(f"c{index}=cookie-value-{index:010}" for index in range(40))
+    found = credentials_of({"cookie": cookies, "x-api-key": "the-callers-key"})
+    assert "the-callers-key" in found and len(found) == MAX_CREDENTIALS
+
+
 def test_a_credential_too_short_to_be_told_from_a_word_is_not_hidden_everywhere():
     assert credentials_of({"authorization": "Bearer abc"}) == ()
 
@@ -310,7 +323,17 @@ def test_a_body_not_json_writing_the_callers_credential_with_escapes_shows_none_
     assert kept.body == f'{{"note": "{H}", "other": "a\\nb",}}'
 
 
-def test_a_request_holds_at_most_its_longest_credentials():
+def test_a_body_not_json_holding_a_lone_surrogate_and_the_callers_credential_is_recorded():
+    journal = Journal()
+    sent = {"authorization": f"Bearer {OWN_CREDENTIAL}"}
+    escaped = OWN_CREDENTIAL.replace("-", "\\u002d")
+    body = f'["\\ud800 {escaped}",'.encode()  # a lone surrogate; not JSON as a whole
+    journal.record(_entry(raw_body=body, credentials=credentials_of(sent)))
+    (kept,) = list(journal)
+    assert kept.body == f'["\\ud800 {H}",'
+
+
+def test_a_request_holds_at_most_its_first_credentials():
     key = "=".join(f"part-{index:04}" for index in range(6_500))
     found = credentials_of({"x-api-key": key})
     assert (len(found), found[0]) == (MAX_CREDENTIALS, key)

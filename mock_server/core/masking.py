@@ -64,10 +64,15 @@ _CREDENTIAL_NAME = re.compile(
 # Lists whose items each hold a secret in `value`.
 _SECRET_LISTS = frozenset({"secrets", "build_secrets", "buildSecrets"})
 
-# Credentials known by their shape: a JWT (its header is a JSON object, `{"` is `eyJ`; as it
-# is, lower-cased as a header's name is kept, or upper-cased), a JWE or JWS of any number of
-# parts (sought by `_without_jwts`), and keys known by their prefix.
-_JWT = re.compile(r"(?:eyJ|eyj|EYJ)[A-Za-z0-9_-]*+(?:\.[A-Za-z0-9_-]*+){2,4}")
+# Credentials known by their shape: a JWT (its header is a JSON object, `{"` is `eyJ`), a
+# JWE or JWS of any number of parts (sought by `_without_jwts`), and keys known by their
+# prefix. A JWT lower-cased (as a header's name, or a media type's parameter, is shown) or
+# upper-cased has a header of 17 characters at least (`{"alg":"none"}` is 19): fewer
+# would take names for one (`heyjude.tar.gz`).
+_JWT = re.compile(
+    r"eyJ[A-Za-z0-9_-]*+(?:\.[A-Za-z0-9_-]*+){2,4}"
+    r"|(?:eyj|EYJ)[A-Za-z0-9_-]{14,}+(?:\.[A-Za-z0-9_-]*+){2,4}"
+)
 _JWT_START = re.compile(r"eyJ|eyj|EYJ")
 _JWT_PART = re.compile(r"[A-Za-z0-9_-]*+")
 _TOKEN = re.compile(
@@ -173,47 +178,49 @@ def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
     of each header whose name says it holds one (`Authorization`, `X-Api-Key`,
     `Ocp-Apim-Subscription-Key`, `X-Auth`, ...), the value, each of a header sent twice
     (joined by `, `) apart, and the credential after a scheme's name (`Bearer VALUE`, `Token
-    VALUE`: any word, then spaces or tabs); of a cookie, each cookie's value (a quoted one
-    unquoted, a nameless one whole). Each is given too as a parsed query would show what a
-    client sent of it in a query (`+` read as a space, `%` escapes read, its parts between
-    `=` and `&` apart). The longest first; none shorter than MIN_CREDENTIAL (it could be a
-    word)."""
-    found: list[str] = []
+    VALUE`: any word, then spaces or tabs), and a Basic credential's `user:password` and
+    password; of a cookie, each cookie's value (a quoted one unquoted, a nameless one whole).
+    Each is given too as a parsed query would show what a client sent of it in a query (`+`
+    read as a space, `%` escapes read, its parts between `=` and `&` apart) and as its bytes
+    read as UTF-8 (a header's are read as Latin-1). None shorter than MIN_CREDENTIAL (it
+    could be a word); at most MAX_CREDENTIALS, what the headers hold first, each hidden
+    before any shorter one."""
+    sent: list[str] = []  # as the headers hold them, a cookie's value aside
+    cookies: list[str] = []
     for name, value in headers.items():
         if not holds_credential(name):
             continue
         if name.lower() == "cookie":  # `a=1; session=VALUE; "VALUE"`: each cookie's value
             for cookie in value.split(";"):
                 named, _, given = cookie.partition("=")
-                found.append((given if _ else named).strip().strip('"'))
+                cookies.append((given if _ else named).strip().strip('"'))
             continue
         pieces = value.split(",")
-        for sent in pieces:
-            scheme = _SCHEME_NAME.match(sent)
+        for piece in pieces:
+            scheme = _SCHEME_NAME.match(piece)
             named = scheme[0].strip().lower() if scheme else ""
             if scheme:
-                found.append(sent[scheme.end() :].strip())
+                sent.append(piece[scheme.end() :].strip())
             if named == "basic":  # `user:password`, and the password
-                found += _basic_credentials(sent[scheme.end() :].strip() if scheme else "")
+                sent += _basic_credentials(piece[scheme.end() :].strip() if scheme else "")
             if named not in ("bearer", "basic"):
-                found.append(sent.strip())  # a value with a space in it, `Bearer`'s aside
+                sent.append(piece.strip())  # a value with a space in it, `Bearer`'s aside
         if len(pieces) > 1 and not _SCHEME_NAME.match(value):
-            found.append(value.strip())  # a key with a comma in it (`ab,cd`)
+            sent.append(value.strip())  # a key with a comma in it (`ab,cd`)
+    found = [*sent, *cookies]
     if len(found) == 1 and _PLAIN_CREDENTIAL.fullmatch(found[0]):  # a token, as most are
         return (found[0],) if len(found[0]) >= MIN_CREDENTIAL else ()
     found += [form for credential in found for form in _query_forms(credential)]
     # A header's bytes are read as Latin-1, a query's and a body's as UTF-8.
     found += [form for credential in found if (form := _as_utf8(credential))]
-    kept = sorted({c for c in found if len(c) >= MIN_CREDENTIAL}, key=lambda c: (-len(c), c))
-    return tuple(kept[:MAX_CREDENTIALS])
+    # The first MAX_CREDENTIALS in that order (what the headers hold, then the cookies, then
+    # the forms), hidden longest first: a longer one may hold a shorter.
+    kept = list(dict.fromkeys(c for c in found if len(c) >= MIN_CREDENTIAL))[:MAX_CREDENTIALS]
+    return tuple(sorted(kept, key=lambda c: (-len(c), c)))
 
 
-# A credential a query's parse and a reading as UTF-8 leave as it is.
-_PLAIN_CREDENTIAL = re.compile(r"[A-Za-z0-9._~/-]*")
-
-
-# At most this many credentials of one request, the longest first: each is sought in every
-# text of its entry, and a header of 60 KB holding 6,500 parts between `=` would multiply
+# At most this many credentials of one request: each is sought in every text of its entry,
+# and a header of 60 KB holding 6,500 parts between `=`, or as many cookies, would multiply
 # that search by thousands.
 MAX_CREDENTIALS = 32
 
@@ -233,6 +240,16 @@ def _as_utf8(credential: str) -> str | None:
         return credential.encode("latin-1").decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):
         return None
+
+
+# A credential a query's parse and a reading as UTF-8 leave as it is.
+_PLAIN_CREDENTIAL = re.compile(r"[A-Za-z0-9._~/-]*")
+
+
+# At most this many credentials of one request, the longest first: each is sought in every
+# text of its entry, and a header of 60 KB holding 6,500 parts between `=` would multiply
+# that search by thousands.
+MAX_CREDENTIALS = 32
 
 
 # A scheme's name before a credential in an authorization header (`Bearer `, `Token\t`).

@@ -647,7 +647,8 @@ def _string_without(written: str, credentials: tuple[str, ...]) -> str:
     except ValueError:
         return written
     shown = masking.without(read, credentials)
-    return written if shown == read else json.dumps(shown, ensure_ascii=False)
+    # Written back in ASCII: a lone surrogate it read (`\\ud800`) stays an escape.
+    return written if shown == read else json.dumps(shown)
 
 
 def _without_cut(raw: bytes, credential: bytes) -> bytes:
