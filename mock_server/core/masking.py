@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -315,6 +316,42 @@ def without_in(value: Any, credentials: tuple[str, ...]) -> Any:
     if isinstance(value, list):
         return [without_in(item, credentials) for item in value]
     return value
+
+
+# What follows a JSON string's opening quote up to its end (its closing quote, a line's end
+# or the text's): characters and escapes, read whole.
+_STRING_BODY = re.compile(r'(?:[^"\\\n]|\\.)*+')
+
+
+def without_in_strings(text: str, credentials: tuple[str, ...]) -> str:
+    """A text that is not JSON as a whole (a trailing comma, a body cut at its limit or
+    nested too deeply) with each of `credentials` hidden in its JSON strings as read (a
+    string writing one with escapes): one pass, from each string's end to the next quote."""
+    pieces: list[str] = []
+    shown = at = 0
+    while (start := text.find('"', at)) >= 0:
+        body = _STRING_BODY.match(text, start + 1)
+        end = body.end() if body else start + 1  # (it matches, if only nothing)
+        if text.startswith('"', end):
+            written = text[start : end + 1]
+            if "\\" in written:
+                hidden = _string_without(written, credentials)
+                if hidden != written:
+                    pieces += (text[shown:start], hidden)
+                    shown = end + 1
+            end += 1
+        at = end
+    return "".join((*pieces, text[shown:])) if pieces else text
+
+
+def _string_without(written: str, credentials: tuple[str, ...]) -> str:
+    try:
+        read = json.loads(written)
+    except ValueError:
+        return written
+    shown = without(read, credentials)
+    # Written back in ASCII: a lone surrogate it read (`\\ud800`) stays an escape.
+    return written if shown == read else json.dumps(shown)
 
 
 def masked_text(text: str, credentials: Iterable[str] = ()) -> str:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -610,45 +609,10 @@ def _without(raw: bytes, credentials: tuple[str, ...]) -> bytes:
     parsed = _json_of(raw)
     if parsed is NOT_JSON:  # shown as text, its escapes as they are: each string read apart
         text = raw.decode("utf-8", errors="surrogateescape")
-        hidden = _strings_without(text, credentials)
+        hidden = masking.without_in_strings(text, credentials)
         return raw if hidden == text else hidden.encode("utf-8", errors="surrogateescape")
     shown = masking.without_in(parsed, credentials)
     return raw if shown == parsed else orjson.dumps(shown)
-
-
-# What follows a JSON string's opening quote up to its end (its closing quote, a line's end
-# or the text's): characters and escapes, read whole.
-_STRING_BODY = re.compile(r'(?:[^"\\\n]|\\.)*+')
-
-
-def _strings_without(text: str, credentials: tuple[str, ...]) -> str:
-    """A text that is not JSON as a whole (a trailing comma, a body cut at its limit or
-    nested too deeply) with each of `credentials` hidden in its JSON strings as read (a
-    string writing one with escapes): one pass, from each string's end to the next quote."""
-    pieces: list[str] = []
-    shown = at = 0
-    while (start := text.find('"', at)) >= 0:
-        end = _STRING_BODY.match(text, start + 1).end()  # type: ignore[union-attr]
-        if text.startswith('"', end):
-            written = text[start : end + 1]
-            if "\\" in written:
-                hidden = _string_without(written, credentials)
-                if hidden != written:
-                    pieces += (text[shown:start], hidden)
-                    shown = end + 1
-            end += 1
-        at = end
-    return "".join((*pieces, text[shown:])) if pieces else text
-
-
-def _string_without(written: str, credentials: tuple[str, ...]) -> str:
-    try:
-        read = json.loads(written)
-    except ValueError:
-        return written
-    shown = masking.without(read, credentials)
-    # Written back in ASCII: a lone surrogate it read (`\\ud800`) stays an escape.
-    return written if shown == read else json.dumps(shown)
 
 
 def _without_cut(raw: bytes, credential: bytes) -> bytes:
