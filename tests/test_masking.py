@@ -333,6 +333,42 @@ def test_a_body_not_json_holding_a_lone_surrogate_and_the_callers_credential_is_
     assert kept.body == f'["\\ud800 {H}",'
 
 
+ESCAPED_OWN = OWN_CREDENTIAL.replace("-", "\\u002d")
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        pytest.param(f'{{"n": "{ESCAPED_OWN}",}}', f'{{"n": "{H}",}}', id="trailing-comma"),
+        pytest.param(f'{{"n": "a\tb {ESCAPED_OWN}"}}', f'{{"n": "a\\tb {H}"}}', id="raw-tab"),
+        pytest.param(
+            f'{{"n": "it\\\'s {ESCAPED_OWN}"}}', f'{{"n": "it\\\\\'s {H}"}}',
+            id="an-escape-json-has-not",
+        ),
+        pytest.param(f'{{"n": "{ESCAPED_OWN}', f'{{"n": "{H}', id="left-open-as-a-cut-body-is"),
+    ],
+)  # fmt: skip
+def test_the_callers_credential_written_with_escapes_in_a_text_not_json_is_hidden(text, shown):
+    assert masking.without_in_strings(text, (OWN_CREDENTIAL,)) == shown
+
+
+def test_the_authorization_header_is_kept_among_many_credential_headers():
+    headers = {f"x-{index}-token": f"opaque-token-value-{index:04}" for index in range(40)}
+    found = credentials_of({**headers, "authorization": "Bearer the-callers-key"})
+    assert "the-callers-key" in found
+
+
+def test_a_key_with_more_parts_than_credentials_kept_is_kept_whole():
+    key = ",".join(f"part-{index:04}" for index in range(40))
+    assert key in credentials_of({"x-api-key": key})
+
+
+def test_the_forms_of_a_key_are_kept_among_many_cookies():
+    cookies = "; ".join(f"c{index}=cookie-value-{index:010}" for index in range(40))
+    found = credentials_of({"cookie": cookies, "x-api-key": "opaque+key%41"})
+    assert "opaque keyA" in found
+
+
 def test_a_request_holds_at_most_its_first_credentials():
     key = "=".join(f"part-{index:04}" for index in range(6_500))
     found = credentials_of({"x-api-key": key})

@@ -184,45 +184,57 @@ def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
     Each is given too as a parsed query would show what a client sent of it in a query (`+`
     read as a space, `%` escapes read, its parts between `=` and `&` apart) and as its bytes
     read as UTF-8 (a header's are read as Latin-1). None shorter than MIN_CREDENTIAL (it
-    could be a word); at most MAX_CREDENTIALS, what the headers hold first, each hidden
-    before any shorter one."""
-    sent: list[str] = []  # as the headers hold them, a cookie's value aside
+    could be a word); at most MAX_CREDENTIALS, `Authorization`'s first, then the other
+    headers' (the longest first), their forms, the cookies' (the longest first) and theirs,
+    each hidden before any shorter one."""
+    # By rank: `Authorization`'s, the other headers', their forms, the cookies' and theirs.
+    authorization: list[str] = []
+    others: list[str] = []
     cookies: list[str] = []
     for name, value in headers.items():
         if not holds_credential(name):
             continue
-        if name.lower() == "cookie":  # `a=1; session=VALUE; "VALUE"`: each cookie's value
+        lowered = name.lower()
+        if lowered == "cookie":  # `a=1; session=VALUE; "VALUE"`: each cookie's value
             for cookie in value.split(";"):
                 named, _, given = cookie.partition("=")
                 cookies.append((given if _ else named).strip().strip('"'))
             continue
+        found = authorization if lowered == "authorization" else others
         pieces = value.split(",")
+        if len(pieces) > 1 and not _SCHEME_NAME.match(value):
+            found.append(value.strip())  # a key with a comma in it (`ab,cd`), before its parts
         for piece in pieces:
             scheme = _SCHEME_NAME.match(piece)
             named = scheme[0].strip().lower() if scheme else ""
             if scheme:
-                sent.append(piece[scheme.end() :].strip())
+                found.append(piece[scheme.end() :].strip())
             if named == "basic":  # `user:password`, and the password
-                sent += _basic_credentials(piece[scheme.end() :].strip() if scheme else "")
+                found += _basic_credentials(piece[scheme.end() :].strip() if scheme else "")
             if named not in ("bearer", "basic"):
-                sent.append(piece.strip())  # a value with a space in it, `Bearer`'s aside
-        if len(pieces) > 1 and not _SCHEME_NAME.match(value):
-            sent.append(value.strip())  # a key with a comma in it (`ab,cd`)
-    found = [*sent, *cookies]
-    if len(found) == 1 and _PLAIN_CREDENTIAL.fullmatch(found[0]):  # a token, as most are
-        return (found[0],) if len(found[0]) >= MIN_CREDENTIAL else ()
-    found += [form for credential in found for form in _query_forms(credential)]
-    # A header's bytes are read as Latin-1, a query's and a body's as UTF-8.
-    found += [form for credential in found if (form := _as_utf8(credential))]
-    # The first MAX_CREDENTIALS in that order (what the headers hold, then the cookies, then
-    # the forms), hidden longest first: a longer one may hold a shorter.
-    kept = list(dict.fromkeys(c for c in found if len(c) >= MIN_CREDENTIAL))[:MAX_CREDENTIALS]
+                found.append(piece.strip())  # a value with a space in it, `Bearer`'s aside
+    if not (others or cookies) and len(authorization) == 1:
+        only = authorization[0]  # a token, as most are: no form of it differs
+        if _PLAIN_CREDENTIAL.fullmatch(only):
+            return (only,) if len(only) >= MIN_CREDENTIAL else ()
+    sent = [*authorization, *sorted(others, key=len, reverse=True)]
+    cookies.sort(key=len, reverse=True)
+    ranked = [*sent, *_forms(sent), *cookies, *_forms(cookies)]
+    # The first MAX_CREDENTIALS by rank, hidden longest first: a longer one may hold a shorter.
+    kept = list(dict.fromkeys(c for c in ranked if len(c) >= MIN_CREDENTIAL))[:MAX_CREDENTIALS]
     return tuple(sorted(kept, key=lambda c: (-len(c), c)))
+
+
+def _forms(credentials: list[str]) -> list[str]:
+    # As a query's parse reads each, and its bytes read as UTF-8 (a header's are read as
+    # Latin-1, a query's and a body's as UTF-8).
+    forms = [form for credential in credentials for form in _query_forms(credential)]
+    return forms + [form for c in [*credentials, *forms] if (form := _as_utf8(c))]
 
 
 # At most this many credentials of one request: each is sought in every text of its entry,
 # and a header of 60 KB holding 6,500 parts between `=`, or as many cookies, would multiply
-# that search by thousands.
+# that search by thousands. (A client sending more pushes out of it what it ranks lowest.)
 MAX_CREDENTIALS = 32
 
 
@@ -245,12 +257,6 @@ def _as_utf8(credential: str) -> str | None:
 
 # A credential a query's parse and a reading as UTF-8 leave as it is.
 _PLAIN_CREDENTIAL = re.compile(r"[A-Za-z0-9._~/-]*")
-
-
-# At most this many credentials of one request, the longest first: each is sought in every
-# text of its entry, and a header of 60 KB holding 6,500 parts between `=` would multiply
-# that search by thousands.
-MAX_CREDENTIALS = 32
 
 
 # A scheme's name before a credential in an authorization header (`Bearer `, `Token\t`).
@@ -325,33 +331,34 @@ _STRING_BODY = re.compile(r'(?:[^"\\\n]|\\.)*+')
 
 def without_in_strings(text: str, credentials: tuple[str, ...]) -> str:
     """A text that is not JSON as a whole (a trailing comma, a body cut at its limit or
-    nested too deeply) with each of `credentials` hidden in its JSON strings as read (a
-    string writing one with escapes): one pass, from each string's end to the next quote."""
+    nested too deeply) with each of `credentials` hidden in its JSON strings as their escapes
+    read (`\\u0041`, `\\/`; an escape JSON has not, a raw tab, a string left open are read
+    as they are): one pass, from each string's end to the next quote."""
     pieces: list[str] = []
     shown = at = 0
     while (start := text.find('"', at)) >= 0:
-        body = _STRING_BODY.match(text, start + 1)
-        end = body.end() if body else start + 1  # (it matches, if only nothing)
-        if text.startswith('"', end):
-            written = text[start : end + 1]
-            if "\\" in written:
-                hidden = _string_without(written, credentials)
-                if hidden != written:
-                    pieces += (text[shown:start], hidden)
-                    shown = end + 1
-            end += 1
-        at = end
+        found = _STRING_BODY.match(text, start + 1)
+        end = found.end() if found else start + 1  # (it matches, if only nothing)
+        closed = text.startswith('"', end)
+        written = text[start + 1 : end]
+        if "\\" in written:
+            read = _ESCAPE.sub(_escaped, written)
+            hidden = without(read, credentials)
+            if hidden != read:  # written again in ASCII: a lone surrogate stays an escape
+                again = json.dumps(hidden)
+                pieces += (text[shown:start], again if closed else again[:-1])
+                shown = end + closed
+        at = end + closed
     return "".join((*pieces, text[shown:])) if pieces else text
 
 
-def _string_without(written: str, credentials: tuple[str, ...]) -> str:
-    try:
-        read = json.loads(written)
-    except ValueError:
-        return written
-    shown = without(read, credentials)
-    # Written back in ASCII: a lone surrogate it read (`\\ud800`) stays an escape.
-    return written if shown == read else json.dumps(shown)
+# JSON's escapes, as a reader of JSON reads them.
+_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return chr(int(found[1], 16)) if found[1] else _ESCAPED[found[2]]
 
 
 def masked_text(text: str, credentials: Iterable[str] = ()) -> str:
