@@ -197,8 +197,8 @@ def credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
         lowered = name.lower()
         if lowered == "cookie":  # `a=1; session=VALUE; "VALUE"`: each cookie's value
             for cookie in value.split(";"):
-                named, _, given = cookie.partition("=")
-                cookies.append((given if _ else named).strip().strip('"'))
+                named, equals, given = cookie.partition("=")
+                cookies.append((given if equals else named).strip().strip('"'))
             continue
         found = authorization if lowered == "authorization" else others
         pieces = value.split(",")
