@@ -41,9 +41,10 @@ from mock_server.reports.drift import (
     ProxiedExchange,
     check,
 )
+from mock_server.services.journal import BODY_LIMIT
 from tests.budget import budget
 from tests.conftest import CONTROL_PLANE
-from tests.corpus import CORPUS, unescaped
+from tests.corpus import CORPUS, JWT, unescaped
 
 PROXY_TIMEOUT = 0.5  # seconds; the slow operation of the target takes longer
 SLOW_MS = 1500
@@ -183,6 +184,13 @@ def found(report: DriftReportWire) -> set[tuple[str, str, str, str]]:
 
 
 # -- the planted differences -----------------------------------------------------------------
+
+
+def test_a_jwt_the_limit_cuts_in_a_text_body_is_hidden_whole():
+    jwt_at = BODY_LIMIT - 30  # the limit falls inside its payload
+    raw = b"x" * jwt_at + JWT.encode() + b" and more text" * 10
+    kept = proxy_module._kept(None, raw)
+    assert b"eyJ" not in kept and len(kept) == BODY_LIMIT
 
 
 def test_the_report_holds_exactly_the_planted_differences(run: Run):

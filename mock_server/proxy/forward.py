@@ -474,10 +474,16 @@ def _parsed(content_type: str, body: bytes) -> Any:
 
 
 def _kept(parsed: Any, raw: bytes) -> bytes:
-    """A body as the journal keeps it: masked, cut at its limit."""
+    """A body as the journal keeps it: masked, then cut at its limit (a text is read a
+    little past it, so that a credential the limit cuts is still known by its shape: a JWT
+    cut inside its payload has too few dots to be one)."""
     if parsed is not None:
         return orjson.dumps(masked(parsed))[:BODY_LIMIT]
-    return masked_text(raw[:BODY_LIMIT].decode("utf-8", errors="replace")).encode()
+    text = raw[: BODY_LIMIT + CUT_SLACK].decode("utf-8", errors="replace")
+    return masked_text(text).encode()[:BODY_LIMIT]
+
+
+CUT_SLACK = 16 * 1024  # bytes of a text body read past the limit, for what the limit cuts
 
 
 def _passed_back(response: httpx.Response) -> list[tuple[bytes, bytes]]:
