@@ -363,16 +363,16 @@ class Proxy:
             details = answer.get("details")
             exchange.details = masked(details[:10]) if isinstance(details, list) else []
         if self.recorder is not None and operation_id is not None and not exchange.violation:
-            request_headers = Headers(scope=scope)
+            sent = Headers(scope=scope)
             self.recorder.observe(
                 operation_id,
                 path_params=exchange.path_params,
                 query=exchange.query,
-                body=_parsed(request_headers.get("content-type", ""), raw),
+                body=_parsed(sent.get("content-type", ""), raw),
                 status=response.status_code,
                 answer=answer,
-                caller=caller_of(request_headers.get("authorization")),
-                credentials=masking.credentials_of(request_headers),
+                caller=caller_of(sent.get("authorization")),
+                credentials=exchange.credentials,  # forgotten only once it is recorded
             )
         headers = _passed_back(response)
         # A HEAD's length is its GET's, as the target said it.
@@ -402,7 +402,7 @@ class Proxy:
     def _exchange(
         self, scope: Scope, operation: Operation | None, path_params: dict[str, str], raw: bytes
     ) -> ProxiedExchange:
-        headers = Headers(scope=scope)
+        sent = request_headers(scope["headers"])  # as the mock's journal reads them
         query = by_key(query_pairs(scope.get("query_string", b"")))
         return ProxiedExchange(
             seq=self.journal.next_seq(),
@@ -410,13 +410,13 @@ class Proxy:
             path=scope["path"],
             query=query,
             path_params=path_params,
-            raw_headers=request_headers(scope["headers"]),
-            raw_body=_kept(_parsed(headers.get("content-type", ""), raw), raw),
+            raw_headers=sent,
+            raw_body=_kept(_parsed(Headers(scope=scope).get("content-type", ""), raw), raw),
             operation_id=operation.operation_id if operation else None,
             status=None,
             test=self.journal.label,
             expected=self.journal.expecting,
-            credentials=masking.credentials_of(headers),
+            credentials=masking.credentials_of(sent),
         )
 
     def _record(self, exchange: ProxiedExchange, status: int | None, started: float) -> None:

@@ -575,23 +575,23 @@ def hidden_in(raw: bytes) -> tuple[str, ...]:
     if not raw or not masking.might_hold(raw):
         return ()
     parsed = _json_of(raw)
-    if parsed is NOT_JSON:
+    if parsed is _NOT_JSON:
         return ()
     return tuple(sorted(masking.hidden_values(parsed), key=len, reverse=True))
 
 
-NOT_JSON = object()
+_NOT_JSON = object()
 
 
 def _json_of(raw: bytes) -> object:
-    """A body read as the JSON the journal shows as JSON, or NOT_JSON: not JSON, or nested
+    """A body read as the JSON the journal shows as JSON, or _NOT_JSON: not JSON, or nested
     deeper than the contract reads (`MAX_DEPTH`), which is shown as text (the rule's reads of
     a value, and orjson's writing it again, would pass Python's or orjson's limits)."""
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return NOT_JSON
-    return parsed if depth(parsed) <= MAX_DEPTH else NOT_JSON
+        return _NOT_JSON
+    return parsed if depth(parsed) <= MAX_DEPTH else _NOT_JSON
 
 
 def _without(raw: bytes, credentials: tuple[str, ...]) -> bytes:
@@ -607,7 +607,7 @@ def _without(raw: bytes, credentials: tuple[str, ...]) -> bytes:
     if not credentials or b"\\" not in raw:
         return raw
     parsed = _json_of(raw)
-    if parsed is NOT_JSON:  # shown as text, its escapes as they are: each string read apart
+    if parsed is _NOT_JSON:  # shown as text, its escapes as they are: each string read apart
         text = raw.decode("utf-8", errors="surrogateescape")
         hidden = masking.without_in_strings(text, credentials)
         return raw if hidden == text else hidden.encode("utf-8", errors="surrogateescape")
@@ -651,7 +651,7 @@ def mask_body(raw: bytes, credentials: tuple[str, ...] = ()) -> bytes:
     if not masking.might_hold(raw) and not any(c.encode() in raw for c in credentials):
         return raw
     parsed = _json_of(raw)
-    if parsed is NOT_JSON:
+    if parsed is _NOT_JSON:
         text = raw.decode("utf-8", errors="replace")
         shown = masking.masked_text(text, credentials)
         return raw if shown == text else shown.encode("utf-8")
